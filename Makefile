@@ -1,0 +1,55 @@
+# nexttick — targets a newcomer can guess. Everything runs inside .venv (created on demand).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help venv run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench fuzz clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+venv: $(STAMP) ## create/update .venv with every dependency
+
+run: $(STAMP) ## start the local stack (moto + API + emulated EventBridge + worker)
+	$(VENV)/bin/nexttick local
+
+test: $(STAMP) ## the whole offline suite: unit, integration, infrastructure, e2e
+	$(VENV)/bin/pytest -n 2 --dist loadgroup tests
+
+test-unit: $(STAMP)
+	$(VENV)/bin/pytest tests/unit
+
+test-integration: $(STAMP)
+	$(VENV)/bin/pytest tests/integration
+
+test-infra: $(STAMP)
+	$(VENV)/bin/pytest tests/infrastructure
+
+test-e2e: $(STAMP)
+	$(VENV)/bin/pytest tests/e2e
+
+lint: $(STAMP) ## ruff + mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+fmt: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: $(STAMP) ## benchmarks side by side with the baselines, written to bench/
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,517 @@
+"""The Editor: create, inspect, reschedule, update and cancel tasks; keeps the rule in sync.
+
+Write order (nothing is ever half-visible): a queue entry is written first, then the task item
+that points at it (conditional), then the rule is synchronised. A crash in between leaves at most
+an entry whose token no task points at; the worker deletes such entries when it meets them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import heapq
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+
+from editor.models import UNSET, CreateResult, LastRunView, Page, Task, TaskChanges, TaskSpec
+from nexttick.clock import SYSTEM_CLOCK, Clock
+from nexttick.config import NextTickSettings
+from nexttick.constants import MAX_PAYLOAD_BYTES, TASK_ID_PATTERN
+from nexttick.errors import (
+    ConflictError,
+    PayloadTooLargeError,
+    TaskNotFoundError,
+    UnknownActionError,
+    ValidationError,
+    VersionMismatchError,
+)
+from nexttick.runtime import Runtime
+from nexttick.schedules import Recurrence, ScheduleKind, load_zone, validate_cron
+from nexttick.store import QueueEntry, TaskRecord
+from nexttick.store.keys import split_queue_sort_key
+from nexttick.store.repository import TaskExistsError
+from nexttick.timeutil import parse_duration, parse_instant
+
+PENDING = "pending"
+RUNNING = "running"
+FINAL_STATUSES = ("succeeded", "failed", "cancelled", "skipped")
+LISTABLE_STATUSES = (PENDING, RUNNING)
+_TASK_ID = re.compile(TASK_ID_PATTERN)
+_MAX_CAS_RETRIES = 20
+
+
+class Editor:
+    """Schedule and manage tasks. Configured from the environment (`NEXTTICK_*`) or arguments.
+
+    >>> ed = Editor.from_env()
+    >>> ed.schedule_in("log", 3 * 86400, {"to": "ada@example.com"})
+    >>> ed.schedule_cron("log", "0 9 * * 5", {"sku": 42}, timezone="Europe/Berlin")
+    """
+
+    def __init__(
+        self,
+        *,
+        table_name: str | None = None,
+        rule_name: str | None = None,
+        worker_function: str | None = None,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        session: boto3.Session | None = None,
+        settings: NextTickSettings | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        runtime: Runtime | None = None,
+    ) -> None:
+        if runtime is None:
+            base = settings or NextTickSettings()
+            overrides = {
+                k: v
+                for k, v in {
+                    "table_name": table_name,
+                    "rule_name": rule_name,
+                    "worker_function": worker_function,
+                    "region": region or (session.region_name if session else None),
+                    "endpoint_url": endpoint_url,
+                }.items()
+                if v is not None
+            }
+            runtime = Runtime.build(base.model_copy(update=overrides), session=session, clock=clock)
+        self.runtime = runtime
+        self.settings = runtime.settings
+        self.store = runtime.store
+        self.clock = runtime.clock
+        self.actions = runtime.settings.action_definitions()
+
+    @classmethod
+    def from_env(cls) -> Editor:
+        return cls()
+
+    # ------------------------------------------------------------------ create
+    def schedule_at(self, action: str, due: str | datetime, payload: dict[str, Any] | None = None, **opts: Any) -> Task:
+        """Run `action` once at `due` (RFC 3339 with offset, or an aware datetime)."""
+        return self.create(TaskSpec(action=action, due=due, payload=payload or {}, **opts)).task
+
+    def schedule_in(
+        self, action: str, delay: float | timedelta, payload: dict[str, Any] | None = None, **opts: Any
+    ) -> Task:
+        """Run `action` once after `delay` seconds."""
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+        return self.create(TaskSpec(action=action, delay_seconds=seconds, payload=payload or {}, **opts)).task
+
+    def schedule_cron(
+        self,
+        action: str,
+        cron: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        timezone: str = "UTC",
+        **opts: Any,
+    ) -> Task:
+        """Run `action` at every time of a 5-field cron expression in an IANA time zone."""
+        spec = TaskSpec(action=action, cron=cron, timezone=timezone, payload=payload or {}, **opts)
+        return self.create(spec).task
+
+    def schedule_every(
+        self, action: str, every: str | float | timedelta, payload: dict[str, Any] | None = None, **opts: Any
+    ) -> Task:
+        """Run `action` every interval (`90s`, `1h30m`, `PT1H`), first one interval from now."""
+        return self.create(TaskSpec(action=action, every=every, payload=payload or {}, **opts)).task
+
+    def create(self, spec: TaskSpec) -> CreateResult:
+        """Create a task. With a client `id`, an identical repeat returns the existing task
+        (`created=False`); a different body under the same id raises ConflictError."""
+        now = self.clock.now()
+        record = self._new_record(spec, now)
+        if spec.id is not None:
+            existing = self.store.get_task(spec.id)
+            if existing is not None:
+                return self._existing_for_repeat(existing, record)
+        assert record.due is not None
+        entry = self.store.new_entry(record.id, record.due, record.due)
+        record.queue_key, record.queue_token = entry.key, entry.token
+        self.store.put_entry(entry, now)
+        try:
+            self.store.insert_task(record)
+        except TaskExistsError:
+            self.store.delete_entry(entry.shard, entry.key, entry.token)
+            existing = self.store.get_task(record.id)
+            if existing is None:  # pragma: no cover - it existed a moment ago; TTL cannot be this fast
+                raise ConflictError("id: task id is being reused concurrently", field="id") from None
+            return self._existing_for_repeat(existing, record)
+        self.runtime.rule_sync.on_task_due(record.due)
+        return CreateResult(self._view(record), created=True)
+
+    def _existing_for_repeat(self, existing: TaskRecord, wanted: TaskRecord) -> CreateResult:
+        if existing.request_hash != wanted.request_hash:
+            raise ConflictError(
+                f"id: a different task already exists with id {existing.id!r}", field="id"
+            )
+        return CreateResult(self._view(existing), created=False)
+
+    def _new_record(self, spec: TaskSpec, now: datetime) -> TaskRecord:
+        task_id = spec.id if spec.id is not None else uuid.uuid4().hex
+        if not isinstance(task_id, str) or not _TASK_ID.match(task_id):
+            raise ValidationError("id: must match [A-Za-z0-9._:-]{1,128}", field="id")
+        self._check_action(spec.action)
+        payload = self._check_payload(spec.payload)
+        kind, recurrence, due = self._resolve_time(
+            {k: getattr(spec, k) for k in ("due", "delay_seconds", "cron", "timezone", "every")}, now
+        )
+        end = self._check_end(spec.end, kind, due)
+        policy = self._check_policy(
+            spec.max_attempts, spec.retry_backoff_seconds, spec.misfire_grace_seconds
+        )
+        digest = hashlib.sha256(json.dumps(spec.canonical(), sort_keys=True, default=str).encode()).hexdigest()
+        return TaskRecord(
+            id=task_id,
+            action=spec.action,
+            payload=payload,
+            status=PENDING,
+            schedule_kind=kind.value,
+            due=due,
+            created_at=now,
+            updated_at=now,
+            version=1,
+            cron=recurrence.cron,
+            timezone=recurrence.timezone,
+            every_seconds=recurrence.every_seconds,
+            end=end,
+            request_hash=digest,
+            **policy,
+        )
+
+    # ------------------------------------------------------------------ read
+    def get(self, task_id: str) -> Task:
+        record = self.store.get_task(task_id)
+        if record is None:
+            raise TaskNotFoundError(f"id: no task {task_id!r}", field="id")
+        return self._view(record, probe_lease=True)
+
+    def list(self, *, status: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
+        """Pending (and running) tasks in due order, `limit` per page; pass `next_cursor` back.
+
+        Reads one page per queue shard (strongly consistent), never the whole table."""
+        if status is not None and status not in LISTABLE_STATUSES:
+            raise ValidationError(
+                f"status: can list {', '.join(LISTABLE_STATUSES)}; finished tasks are read by id",
+                field="status",
+            )
+        if not isinstance(limit, int) or not 1 <= limit <= 500:
+            raise ValidationError("limit: must be an integer between 1 and 500", field="limit")
+        after_key = _decode_cursor(cursor) if cursor else None
+        now = self.clock.now()
+        per_shard = max(2, limit // self.store.shards + 2)
+        streams = [
+            self.store.shard_entries(shard, after_key=after_key, page_size=per_shard)
+            for shard in range(self.store.shards)
+        ]
+        merged: Iterator[QueueEntry] = heapq.merge(*streams, key=lambda e: e.key)
+        items: list[Task] = []
+        last_key: str | None = None
+        for entry in merged:
+            last_key = entry.key
+            record = self.store.get_task(entry.task_id)
+            if record is None or record.queue_token != entry.token or record.status != PENDING:
+                continue  # a stale pointer (crash mid-change); the worker cleans it up
+            view = self._view(record, entry=entry, now=now)
+            if status is None or view.status == status:
+                items.append(view)
+            if len(items) == limit:
+                break
+        else:
+            last_key = None
+        return Page(items=items, next_cursor=_encode_cursor(last_key) if last_key else None)
+
+    # ------------------------------------------------------------------ change
+    def reschedule(
+        self,
+        task_id: str,
+        *,
+        due: str | datetime | None = None,
+        delay_seconds: float | None = None,
+        cron: str | None = None,
+        timezone: str | None = None,
+        every: str | float | timedelta | None = None,
+        expected_version: int | None = None,
+    ) -> Task:
+        """Move a pending task to a new time (or a new recurrence)."""
+        changes = TaskChanges()
+        for name, value in (
+            ("due", due),
+            ("delay_seconds", delay_seconds),
+            ("cron", cron),
+            ("timezone", timezone),
+            ("every", every),
+        ):
+            if value is not None:
+                setattr(changes, name, value)
+        return self.modify(task_id, changes, expected_version=expected_version)
+
+    def update(self, task_id: str, *, expected_version: int | None = None, **fields: Any) -> Task:
+        """Change payload and/or policy (max_attempts, retry_backoff_seconds, misfire_grace_seconds, end)."""
+        allowed = {"payload", "max_attempts", "retry_backoff_seconds", "misfire_grace_seconds", "end"}
+        unknown = set(fields) - allowed
+        if unknown:
+            name = sorted(unknown)[0]
+            raise ValidationError(f"{name}: not an updatable field", field=name)
+        return self.modify(task_id, TaskChanges(**fields), expected_version=expected_version)
+
+    def modify(self, task_id: str, changes: TaskChanges, *, expected_version: int | None = None) -> Task:
+        """Apply a TaskChanges to a pending task, compare-and-set on its version."""
+        given = changes.given()
+        if not given:
+            raise ValidationError("body: no field to change", field="body")
+        for _ in range(_MAX_CAS_RETRIES):
+            current = self._pending(task_id, expected_version)
+            now = self.clock.now()
+            updated, new_entry = self._apply(current, given, now)
+            if new_entry is not None:
+                self.store.put_entry(new_entry, now)
+            if self.store.replace_task(updated, current.version):
+                if new_entry is not None:
+                    self._drop_entry_of(current)
+                    assert updated.due is not None
+                    self.runtime.rule_sync.on_task_due(updated.due)
+                return self._view(updated)
+            if new_entry is not None:
+                self.store.delete_entry(new_entry.shard, new_entry.key, new_entry.token)
+        raise ConflictError("id: task is changing too often; retry", field="id")
+
+    def cancel(self, task_id: str, *, expected_version: int | None = None) -> Task:
+        """Cancel a pending task (a recurring one stops for good). It stays readable as `cancelled`."""
+        for _ in range(_MAX_CAS_RETRIES):
+            current = self._pending(task_id, expected_version)
+            now = self.clock.now()
+            updated = replace(
+                current,
+                status="cancelled",
+                due=None,
+                queue_key=None,
+                queue_token=None,
+                version=current.version + 1,
+                updated_at=now,
+                expires_at=now + timedelta(days=self.settings.retention_days),
+            )
+            if self.store.replace_task(updated, current.version):
+                self._drop_entry_of(current)
+                return self._view(updated)
+        raise ConflictError("id: task is changing too often; retry", field="id")
+
+    # ------------------------------------------------------------------ helpers
+    def _pending(self, task_id: str, expected_version: int | None) -> TaskRecord:
+        current = self.store.get_task(task_id)
+        if current is None:
+            raise TaskNotFoundError(f"id: no task {task_id!r}", field="id")
+        if expected_version is not None and current.version != expected_version:
+            raise VersionMismatchError(
+                f"version: task is at version {current.version}, not {expected_version}", field="version"
+            )
+        if current.status != PENDING:
+            raise ConflictError(f"status: task is {current.status}, not pending", field="status")
+        return current
+
+    def _drop_entry_of(self, record: TaskRecord) -> None:
+        located = self.store.entry_for_task(record)
+        if located is not None and record.queue_token is not None:
+            self.store.delete_entry(located[0], located[1], record.queue_token)
+
+    def _apply(
+        self, current: TaskRecord, given: dict[str, Any], now: datetime
+    ) -> tuple[TaskRecord, QueueEntry | None]:
+        updated = replace(current, version=current.version + 1, updated_at=now)
+        time_fields = {k: given[k] for k in ("due", "delay_seconds", "cron", "every") if k in given}
+        new_entry: QueueEntry | None = None
+        if time_fields or "timezone" in given:
+            if not time_fields:
+                if current.schedule_kind != ScheduleKind.CRON.value:
+                    raise ValidationError("timezone: only applies to a cron schedule", field="timezone")
+                time_fields = {"cron": current.cron}
+            if "cron" in time_fields:
+                time_fields["timezone"] = given.get("timezone", current.timezone)
+            kind, recurrence, due = self._resolve_time(time_fields, now)
+            updated.schedule_kind = kind.value
+            updated.cron, updated.timezone = recurrence.cron, recurrence.timezone
+            updated.every_seconds = recurrence.every_seconds
+            updated.due = due
+            updated.attempts = 0
+            new_entry = self.store.new_entry(current.id, due, due)
+            updated.queue_key, updated.queue_token = new_entry.key, new_entry.token
+        if "payload" in given:
+            updated.payload = self._check_payload(given["payload"])
+        if "end" in given:
+            assert updated.due is not None
+            updated.end = self._check_end(given["end"], ScheduleKind(updated.schedule_kind), updated.due)
+        elif updated.end is not None and updated.schedule_kind == ScheduleKind.ONCE.value:
+            updated.end = None
+        policy = self._check_policy(
+            given.get("max_attempts", current.max_attempts),
+            given.get("retry_backoff_seconds", current.retry_backoff_seconds),
+            given.get("misfire_grace_seconds", current.misfire_grace_seconds),
+        )
+        for name, value in policy.items():
+            setattr(updated, name, value)
+        return updated, new_entry
+
+    def _resolve_time(
+        self, fields: dict[str, Any], now: datetime
+    ) -> tuple[ScheduleKind, Recurrence, datetime]:
+        chosen = [k for k in ("due", "delay_seconds", "cron", "every") if fields.get(k) is not None]
+        if len(chosen) != 1:
+            raise ValidationError(
+                "due: give exactly one of due, delay_seconds, cron, every", field=chosen[1] if chosen[1:] else "due"
+            )
+        kind_field = chosen[0]
+        if fields.get("timezone") is not None and kind_field != "cron":
+            raise ValidationError("timezone: only applies to a cron schedule", field="timezone")
+        if kind_field == "due":
+            due = parse_instant(fields["due"], "due")
+            return ScheduleKind.ONCE, Recurrence(ScheduleKind.ONCE), due
+        if kind_field == "delay_seconds":
+            delay = fields["delay_seconds"]
+            if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= 200 * 366 * 86400:
+                raise ValidationError("delay_seconds: must be a number of seconds >= 0", field="delay_seconds")
+            due = parse_instant(now + timedelta(seconds=delay), "delay_seconds")
+            return ScheduleKind.ONCE, Recurrence(ScheduleKind.ONCE), due
+        if kind_field == "cron":
+            expression = validate_cron(fields["cron"])
+            zone = fields.get("timezone") or "UTC"
+            load_zone(zone)
+            recurrence = Recurrence(ScheduleKind.CRON, cron=expression, timezone=zone)
+            cron_due = recurrence.next_after(now)
+            if cron_due is None:
+                raise ValidationError("cron: expression never fires before 2200", field="cron")
+            return ScheduleKind.CRON, recurrence, cron_due
+        interval = parse_duration(fields["every"], "every")
+        if interval < timedelta(seconds=1):
+            raise ValidationError("every: interval must be at least 1s", field="every")
+        recurrence = Recurrence(ScheduleKind.EVERY, every_seconds=interval.total_seconds())
+        return ScheduleKind.EVERY, recurrence, parse_instant(now + interval, "every")
+
+    def _check_action(self, action: Any) -> None:
+        if not isinstance(action, str) or not action:
+            raise ValidationError("action: required, the name of a configured action", field="action")
+        if action not in self.actions:
+            known = ", ".join(sorted(self.actions)) or "none configured"
+            raise UnknownActionError(f"action: unknown action {action!r} (known: {known})", field="action")
+
+    @staticmethod
+    def _check_payload(payload: Any) -> dict[str, Any]:
+        if payload is None:
+            return {}
+        if not isinstance(payload, dict):
+            raise ValidationError("payload: must be a JSON object", field="payload")
+        try:
+            size = len(json.dumps(payload, separators=(",", ":"), allow_nan=False).encode())
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"payload: not serialisable as JSON ({exc})", field="payload") from exc
+        if size > MAX_PAYLOAD_BYTES:
+            raise PayloadTooLargeError(
+                f"payload: {size} bytes serialised, limit is {MAX_PAYLOAD_BYTES}", field="payload"
+            )
+        return payload
+
+    @staticmethod
+    def _check_end(end: Any, kind: ScheduleKind, first_due: datetime) -> datetime | None:
+        if end is None:
+            return None
+        if kind is ScheduleKind.ONCE:
+            raise ValidationError("end: only applies to recurring (cron / every) tasks", field="end")
+        parsed = parse_instant(end, "end")
+        if parsed < first_due:
+            raise ValidationError("end: is before the first occurrence", field="end")
+        return parsed
+
+    @staticmethod
+    def _check_policy(max_attempts: Any, backoff: Any, grace: Any) -> dict[str, Any]:
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 100:
+            raise ValidationError("max_attempts: must be an integer from 1 to 100", field="max_attempts")
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not 0 <= backoff <= 86400:
+            raise ValidationError(
+                "retry_backoff_seconds: must be a number from 0 to 86400", field="retry_backoff_seconds"
+            )
+        if grace is not None and (
+            isinstance(grace, bool) or not isinstance(grace, int | float) or not 0 <= grace <= 366 * 86400
+        ):
+            raise ValidationError(
+                "misfire_grace_seconds: must be a number of seconds >= 0", field="misfire_grace_seconds"
+            )
+        return {
+            "max_attempts": max_attempts,
+            "retry_backoff_seconds": float(backoff),
+            "misfire_grace_seconds": float(grace) if grace is not None else None,
+        }
+
+    def _view(
+        self,
+        record: TaskRecord,
+        *,
+        entry: QueueEntry | None = None,
+        now: datetime | None = None,
+        probe_lease: bool = False,
+    ) -> Task:
+        status = record.status
+        next_attempt: datetime | None = None
+        if status == PENDING and record.queue_key is not None:
+            run_at, _ = split_queue_sort_key(record.queue_key)
+            if record.due is not None and run_at != record.due:
+                next_attempt = run_at
+            now = now or self.clock.now()
+            if entry is None and probe_lease and run_at <= now:
+                located = self.store.entry_for_task(record)
+                entry = self.store.get_entry(*located) if located else None
+            if entry is not None and entry.token == record.queue_token and entry.leased_at(now):
+                status = RUNNING
+        lr = record.last_run
+        return Task(
+            id=record.id,
+            action=record.action,
+            payload=record.payload,
+            status=status,
+            schedule=record.schedule_kind,
+            due=record.due,
+            cron=record.cron,
+            timezone=record.timezone if record.schedule_kind == ScheduleKind.CRON.value else None,
+            every_seconds=record.every_seconds,
+            end=record.end,
+            next_attempt_at=next_attempt,
+            max_attempts=record.max_attempts,
+            retry_backoff_seconds=record.retry_backoff_seconds,
+            misfire_grace_seconds=record.misfire_grace_seconds,
+            attempts=record.attempts,
+            runs=record.runs,
+            last_run=(
+                LastRunView(lr.started_at, lr.finished_at, lr.outcome, lr.error, lr.scheduled_for, lr.attempt)
+                if lr
+                else None
+            ),
+            version=record.version,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
+
+
+def _encode_cursor(key: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": key}).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> str:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        decoded = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        key = decoded["after"]
+        split_queue_sort_key(key)
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise ValidationError("cursor: not a cursor returned by this API", field="cursor") from exc
+    if not isinstance(key, str):
+        raise ValidationError("cursor: not a cursor returned by this API", field="cursor")
+    return key
+
+
+__all__ = ["UNSET", "Editor"]

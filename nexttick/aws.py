@@ -1,0 +1,93 @@
+"""boto3 clients and the two AWS adapters of the rule protocol: the EventBridge rule and the
+asynchronous worker invoke."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from nexttick.config import NextTickSettings
+from nexttick.constants import RULE_DESCRIPTION_PREFIX, WORKER_EVENT_SOURCE, WORKER_EVENT_WAKE
+from nexttick.schedules import rule_expression
+from nexttick.timeutil import format_instant
+
+_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=30)
+_PINNED_CRON = re.compile(r"^cron\((\d+) (\d+) (\d+) (\d+) \? (\d{4})\)$")
+
+
+def make_client(
+    service: str, settings: NextTickSettings, session: boto3.Session | None = None
+) -> Any:
+    """A boto3 client for `service` honouring the configured region and (local) endpoint."""
+    session = session or boto3.session.Session()
+    return session.client(
+        service,  # type: ignore[call-overload]
+        region_name=settings.region,
+        endpoint_url=settings.endpoint_url,
+        config=_BOTO_CONFIG,
+    )
+
+
+def session_credentials(session: boto3.Session | None) -> tuple[str, str, str | None] | None:
+    """Frozen credentials of an explicit session (for the PynamoDB connection), else None."""
+    if session is None:
+        return None
+    creds = session.get_credentials()
+    if creds is None:
+        return None
+    frozen = creds.get_frozen_credentials()
+    return frozen.access_key, frozen.secret_key, frozen.token
+
+
+def parse_rule_minute(expression: str) -> datetime | None | str:
+    """The minute a year-pinned cron fires at, None for the epoch, or the raw text if foreign."""
+    match = _PINNED_CRON.match(expression.strip())
+    if not match:
+        return expression
+    minute, hour, day, month, year = (int(g) for g in match.groups())
+    if year == 1970:
+        return None
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
+
+
+class EventBridgeRule:
+    """The single scheduled rule. PutRule replaces the whole rule, so every field is written."""
+
+    def __init__(self, events_client: Any, rule_name: str) -> None:
+        self.client = events_client
+        self.name = rule_name
+
+    def put(self, minute: datetime | None) -> None:
+        when = format_instant(minute) if minute is not None else "nothing pending"
+        self.client.put_rule(
+            Name=self.name,
+            ScheduleExpression=rule_expression(minute),
+            State="ENABLED",
+            Description=f"{RULE_DESCRIPTION_PREFIX} {when} (managed by nexttick; do not edit)",
+        )
+
+    def current(self) -> datetime | None | str:
+        described = self.client.describe_rule(Name=self.name)
+        return parse_rule_minute(described.get("ScheduleExpression", ""))
+
+
+class LambdaWorkerTrigger:
+    """Invokes the worker asynchronously (retried by Lambda on error; may arrive twice)."""
+
+    def __init__(self, lambda_client: Any, function_name: str) -> None:
+        self.client = lambda_client
+        self.function_name = function_name
+
+    def wake(self, reason: str) -> None:
+        self.client.invoke(
+            FunctionName=self.function_name,
+            InvocationType="Event",
+            Payload=json.dumps(
+                {"source": WORKER_EVENT_SOURCE, "action": WORKER_EVENT_WAKE, "reason": reason}
+            ).encode(),
+        )

@@ -1,0 +1,70 @@
+"""Environment parsed once into a typed settings model."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from nexttick import constants
+
+
+class Precision(StrEnum):
+    """`second`: arm the rule a minute early and wait for the exact instant; `minute`: cheapest."""
+
+    SECOND = "second"
+    MINUTE = "minute"
+
+
+class NextTickSettings(BaseSettings):
+    """Runtime configuration, from `NEXTTICK_*` environment variables (and AWS_REGION)."""
+
+    model_config = SettingsConfigDict(env_prefix="NEXTTICK_", extra="ignore", populate_by_name=True)
+
+    table_name: str = Field(default=constants.DEFAULT_TABLE_NAME, alias="NEXTTICK_TABLE")
+    rule_name: str = Field(default=constants.DEFAULT_RULE_NAME, alias="NEXTTICK_RULE")
+    worker_function: str = Field(
+        default=constants.DEFAULT_WORKER_FUNCTION_NAME, alias="NEXTTICK_WORKER_FUNCTION"
+    )
+    region: str = Field(default=constants.DEFAULT_REGION, alias="AWS_REGION")
+    endpoint_url: str | None = Field(default=None, alias="NEXTTICK_ENDPOINT_URL")
+    queue_shards: int = Field(default=constants.DEFAULT_QUEUE_SHARDS, ge=1, le=256)
+    precision: Precision = Precision.SECOND
+    # Worst-case EventBridge delivery delay we arm ahead for, in `second` mode.
+    delivery_margin_seconds: int = Field(default=10, ge=0, le=60)
+    # A PutRule for a minute that starts sooner than this is not trusted to take effect.
+    settle_seconds: int = Field(default=10, ge=0, le=50)
+    # An armed minute older than this while tasks are pending means a worker run was lost.
+    stale_after_seconds: int = Field(default=1200, ge=60)
+    lease_seconds: int = Field(default=60, ge=5)
+    pool_size: int = Field(default=32, ge=1, le=512)
+    page_size: int = Field(default=100, ge=1, le=1000)
+    retention_days: int = Field(default=7, ge=1)
+    # Deployment-configured actions (JSON object name -> definition), then NEXTTICK_ACTIONS overrides.
+    actions_config: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    actions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("actions_config", "actions", mode="before")
+    @classmethod
+    def _parse_json_object(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = json.loads(value) if value.strip() else {}
+        if not isinstance(value, dict):
+            raise ValueError("must be a JSON object of action name -> definition")
+        return value
+
+    def action_definitions(self) -> dict[str, dict[str, Any]]:
+        """Configured actions with NEXTTICK_ACTIONS applied on top (adds or overrides by name)."""
+        merged = {name: dict(defn) for name, defn in self.actions_config.items()}
+        merged.update({name: dict(defn) for name, defn in self.actions.items()})
+        return merged
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> NextTickSettings:
+    """Settings from the process environment, parsed once."""
+    return NextTickSettings()

@@ -1,0 +1,40 @@
+"""Names and fixed values shared by the runtime, the local stack and the CDK app (one place)."""
+
+from __future__ import annotations
+
+APP_NAME = "nexttick"
+
+# Default resource names (override through NextTickSettings / CDK context).
+DEFAULT_TABLE_NAME = "nexttick-tasks"
+DEFAULT_RULE_NAME = "nexttick-next-due"
+DEFAULT_WORKER_FUNCTION_NAME = "nexttick-worker"
+DEFAULT_API_FUNCTION_NAME = "nexttick-api"
+DEFAULT_REGION = "us-east-1"
+
+# Table key schema (see docs/architecture.md, "Data model").
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+TTL_ATTRIBUTE = "expires_at"
+TASK_PK_PREFIX = "T#"
+TASK_SK = "T"
+QUEUE_PK_PREFIX = "Q#"
+RULE_STATE_PK = "RULE"
+RULE_STATE_SK = "STATE"
+
+# The number of queue shards is part of the data layout: changing it strands queue entries.
+DEFAULT_QUEUE_SHARDS = 16
+
+# EventBridge: a year-pinned cron in 1970 never fires; it is the "nothing pending" position.
+EPOCH_EXPRESSION = "cron(0 0 1 1 ? 1970)"
+RULE_DESCRIPTION_PREFIX = "nexttick: next firing"
+
+# Event sent to the worker by editors (direct invoke) and by deploy/sync.
+WORKER_EVENT_SOURCE = "nexttick"
+WORKER_EVENT_WAKE = "wake"
+WORKER_EVENT_SYNC = "sync"
+
+# Limits of the public contract (brief §7).
+MAX_PAYLOAD_BYTES = 256 * 1024
+TASK_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+MIN_YEAR = 1970
+MAX_YEAR = 2199

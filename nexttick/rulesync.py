@@ -1,0 +1,201 @@
+"""Keeps the single EventBridge rule pointed at the next due task (invariants I1, I2).
+
+EventBridge has no compare-and-set, so the truth lives in the table: the rule record says which
+minute the rule is armed for (None = the epoch). Every move writes the record with a conditional
+write first and only then touches the rule, and every PutRule is followed by a re-read of the
+record (`publish`): the last caller to PutRule has therefore put what the record says.
+
+* `on_task_due` (editor, after the task write committed): read the record; if it is already armed
+  at or before our minute nothing is written. Otherwise lower it (CAS) and publish.
+* `rearm` (worker, after a run): read the record and the queue head, CAS the record to the head's
+  minute, publish, then read the head **again** and lower for anything that appeared meanwhile.
+
+The editor writes the task then reads the record; the worker writes the record then reads the
+tasks. With strongly consistent reads at least one of them sees the other's write, so no wake-up
+is lost (docs/architecture.md has the full argument). A minute too close to arm is not armed:
+the worker is invoked directly instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Protocol
+
+from nexttick.clock import Clock
+from nexttick.schedules import Timing
+from nexttick.store.records import RuleState
+
+logger = logging.getLogger(__name__)
+
+Step = Callable[[str], None]
+
+
+def _no_step(_: str) -> None:
+    return None
+
+
+class RuleStateStore(Protocol):
+    """The part of TaskStore the protocol needs (so tests can model-check it in memory too)."""
+
+    def read_rule_state(self) -> RuleState: ...
+
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None: ...
+
+    def head(self) -> datetime | None: ...
+
+    def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
+
+
+class RuleTarget(Protocol):
+    """The EventBridge rule: set to one UTC minute (None = epoch), read back its minute."""
+
+    def put(self, minute: datetime | None) -> None: ...
+
+    def current(self) -> datetime | None | str: ...
+
+
+class WorkerTrigger(Protocol):
+    """Starts the worker now, asynchronously (Lambda `InvocationType=Event`)."""
+
+    def wake(self, reason: str) -> None: ...
+
+
+class Outcome(StrEnum):
+    COVERED = "covered"  # already armed at or before the wanted minute: nothing written
+    ARMED = "armed"  # record and rule moved
+    INVOKED = "invoked"  # too close to arm: the worker was invoked directly
+    UNCHANGED = "unchanged"  # worker: the record already matched the head
+    DUE_SOON = "due-soon"  # worker: the head is too close to arm; the caller must keep working
+
+
+@dataclass(frozen=True)
+class RearmResult:
+    outcome: Outcome
+    head: datetime | None
+    armed_minute: datetime | None
+
+
+class RuleSync:
+    """The re-arm procedure shared by editors and the worker."""
+
+    def __init__(
+        self,
+        store: RuleStateStore,
+        rule: RuleTarget,
+        trigger: WorkerTrigger,
+        timing: Timing,
+        clock: Clock,
+        *,
+        stale_after: timedelta = timedelta(minutes=20),
+        step: Step = _no_step,
+    ) -> None:
+        self.store = store
+        self.rule = rule
+        self.trigger = trigger
+        self.timing = timing
+        self.clock = clock
+        self.stale_after = stale_after
+        self._step = step
+
+    # ------------------------------------------------------------------ editor side
+    def on_task_due(self, due: datetime) -> Outcome:
+        """Called after a task whose next run is `due` has been committed (create, reschedule)."""
+        minute = self.timing.fire_minute(due)
+        if not self.timing.armable(minute, self.clock.now()):
+            self._wake("due too soon to arm")
+            return Outcome.INVOKED
+        return self.lower(minute)
+
+    def lower(self, minute: datetime) -> Outcome:
+        """Make sure the rule fires at or before `minute` (a future, armable minute)."""
+        while True:
+            self._step("read-state")
+            state = self.store.read_rule_state()
+            if state.armed_minute is not None and state.armed_minute <= minute:
+                self._kick_if_stalled(state)
+                return Outcome.COVERED
+            self._step("cas-state")
+            if self.store.cas_rule_state(state.version, minute) is None:
+                continue  # someone moved it first: decide again on the new value
+            self.publish()
+            if not self.timing.armable(minute, self.clock.now()):
+                # We were too slow: the PutRule may land after the minute began. Do not rely on it.
+                self._wake("armed minute reached while publishing")
+                return Outcome.INVOKED
+            return Outcome.ARMED
+
+    # ------------------------------------------------------------------ worker side
+    def rearm(self) -> RearmResult:
+        """Point the rule at the queue head after a worker run (raise or lower, or the epoch)."""
+        while True:
+            self._step("read-state")
+            state = self.store.read_rule_state()
+            self._step("read-head")
+            head = self.store.head()
+            target = self.timing.fire_minute(head) if head is not None else None
+            if target is not None and not self.timing.armable(target, self.clock.now()):
+                return RearmResult(Outcome.DUE_SOON, head, state.armed_minute)
+            if state.armed_minute == target:
+                self._repair_rule(target)
+                return RearmResult(Outcome.UNCHANGED, head, target)
+            self._step("cas-state")
+            if self.store.cas_rule_state(state.version, target) is None:
+                continue
+            self.publish()
+            # Anything committed before an editor read the old record is visible now.
+            self._step("read-head")
+            again = self.store.head()
+            if again is not None and (target is None or self.timing.fire_minute(again) < target):
+                outcome = self.on_task_due(again)
+                return RearmResult(outcome, again, self.timing.fire_minute(again))
+            return RearmResult(Outcome.ARMED, head, target)
+
+    def sync(self) -> RearmResult:
+        """Re-derive everything from the table and force the rule to match (deploys, `nexttick sync`)."""
+        self._step("read-state")
+        state = self.store.read_rule_state()
+        self._step("cas-state")
+        # Bump the version even when the minute is unchanged: forces publishers to re-confirm.
+        if self.store.cas_rule_state(state.version, state.armed_minute) is None:
+            return self.sync()
+        self.publish()
+        return self.rearm()
+
+    # ------------------------------------------------------------------ shared
+    def publish(self) -> None:
+        """PutRule what the record says, until the record is unchanged across our PutRule."""
+        while True:
+            self._step("read-state")
+            before = self.store.read_rule_state()
+            self._step("put-rule")
+            self.rule.put(before.armed_minute)
+            self._step("read-state")
+            after = self.store.read_rule_state()
+            if after.version == before.version:
+                return
+
+    def _repair_rule(self, minute: datetime | None) -> None:
+        """The record already says `minute`; if the rule itself drifted (crash between CAS and
+        PutRule, a deploy that reset it), publish again."""
+        self._step("read-rule")
+        if self.rule.current() != minute:
+            logger.warning("rule drifted from its record; re-publishing")
+            self.publish()
+
+    def _kick_if_stalled(self, state: RuleState) -> None:
+        """An armed minute far in the past while tasks arrive means a worker run was lost: wake one
+        (at most once a minute across all editors)."""
+        now = self.clock.now()
+        if state.armed_minute is None or state.armed_minute > now - self.stale_after:
+            return
+        self._step("kick")
+        if self.store.try_mark_kicked(now, now - timedelta(minutes=1)):
+            self._wake("armed minute is stale")
+
+    def _wake(self, reason: str) -> None:
+        self._step("invoke")
+        self.trigger.wake(reason)

@@ -1,0 +1,55 @@
+"""Builds the collaborators (store, rule, worker trigger, rule sync) once from settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import boto3
+
+from nexttick.aws import EventBridgeRule, LambdaWorkerTrigger, make_client, session_credentials
+from nexttick.clock import SYSTEM_CLOCK, Clock
+from nexttick.config import NextTickSettings, get_settings
+from nexttick.rulesync import RuleSync
+from nexttick.schedules import Timing
+from nexttick.store import TaskStore
+
+
+def timing_from(settings: NextTickSettings) -> Timing:
+    return Timing(
+        precision=settings.precision,
+        delivery_margin_seconds=settings.delivery_margin_seconds,
+        settle_seconds=settings.settle_seconds,
+    )
+
+
+@dataclass
+class Runtime:
+    settings: NextTickSettings
+    store: TaskStore
+    rule: EventBridgeRule
+    trigger: LambdaWorkerTrigger
+    rule_sync: RuleSync
+    clock: Clock
+
+    @classmethod
+    def build(
+        cls,
+        settings: NextTickSettings | None = None,
+        *,
+        session: boto3.Session | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> Runtime:
+        settings = settings or get_settings()
+        store = TaskStore.from_settings(settings, credentials=session_credentials(session))
+        rule = EventBridgeRule(make_client("events", settings, session), settings.rule_name)
+        trigger = LambdaWorkerTrigger(make_client("lambda", settings, session), settings.worker_function)
+        rule_sync = RuleSync(
+            store,
+            rule,
+            trigger,
+            timing_from(settings),
+            clock,
+            stale_after=timedelta(seconds=settings.stale_after_seconds),
+        )
+        return cls(settings, store, rule, trigger, rule_sync, clock)

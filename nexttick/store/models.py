@@ -1,0 +1,125 @@
+"""PynamoDB models of the three item kinds in the single table, bound to a table at runtime."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pynamodb.attributes import (
+    JSONAttribute,
+    MapAttribute,
+    NumberAttribute,
+    TTLAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+)
+from pynamodb.models import Model
+
+from nexttick.constants import PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
+
+
+class LastRunAttribute(MapAttribute[str, Any]):
+    started_at = UTCDateTimeAttribute()
+    finished_at = UTCDateTimeAttribute(null=True)
+    outcome = UnicodeAttribute()
+    error = UnicodeAttribute(null=True)
+    scheduled_for = UTCDateTimeAttribute(null=True)
+    attempt = NumberAttribute(default=1)
+
+
+class TaskItem(Model):
+    """pk=T#<id>, sk=T — the task itself, the source of truth."""
+
+    class Meta:
+        table_name: str | None = None
+
+    pk = UnicodeAttribute(hash_key=True, attr_name=PARTITION_KEY)
+    sk = UnicodeAttribute(range_key=True, attr_name=SORT_KEY)
+    task_id = UnicodeAttribute()
+    action = UnicodeAttribute()
+    payload = JSONAttribute()
+    status = UnicodeAttribute()
+    schedule_kind = UnicodeAttribute()
+    due = UTCDateTimeAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    updated_at = UTCDateTimeAttribute()
+    version = NumberAttribute()
+    cron = UnicodeAttribute(null=True)
+    timezone = UnicodeAttribute(default="UTC")
+    every_seconds = NumberAttribute(null=True)
+    end = UTCDateTimeAttribute(null=True)
+    max_attempts = NumberAttribute()
+    retry_backoff_seconds = NumberAttribute()
+    misfire_grace_seconds = NumberAttribute(null=True)
+    attempts = NumberAttribute(default=0)
+    runs = NumberAttribute(default=0)
+    last_run = LastRunAttribute(null=True)
+    queue_key = UnicodeAttribute(null=True)
+    queue_token = UnicodeAttribute(null=True)
+    request_hash = UnicodeAttribute(null=True)
+    expires_at = TTLAttribute(null=True, attr_name=TTL_ATTRIBUTE)
+
+
+class QueueItem(Model):
+    """pk=Q#<shard>, sk=<run_at>#<task id> — one pending occurrence (or retry) in due order."""
+
+    class Meta:
+        table_name: str | None = None
+
+    pk = UnicodeAttribute(hash_key=True, attr_name=PARTITION_KEY)
+    sk = UnicodeAttribute(range_key=True, attr_name=SORT_KEY)
+    task_id = UnicodeAttribute()
+    token = UnicodeAttribute()
+    scheduled_for = UTCDateTimeAttribute()
+    attempt = NumberAttribute(default=1)
+    lease_until = NumberAttribute(null=True)  # epoch seconds; compared in conditions
+    lease_owner = UnicodeAttribute(null=True)
+    created_at = UTCDateTimeAttribute(null=True)
+
+
+class RuleStateItem(Model):
+    """pk=RULE, sk=STATE — the minute the single EventBridge rule is armed for (0 = epoch)."""
+
+    class Meta:
+        table_name: str | None = None
+
+    pk = UnicodeAttribute(hash_key=True, attr_name=PARTITION_KEY)
+    sk = UnicodeAttribute(range_key=True, attr_name=SORT_KEY)
+    armed_at = NumberAttribute(default=0)  # epoch seconds of the armed minute; 0 = epoch expression
+    version = NumberAttribute(default=0)
+    kicked_at = NumberAttribute(null=True)
+
+
+@dataclass(frozen=True)
+class BoundModels:
+    task: type[TaskItem]
+    queue: type[QueueItem]
+    rule: type[RuleStateItem]
+
+
+def bind_models(
+    table_name: str,
+    *,
+    region: str,
+    endpoint_url: str | None,
+    credentials: tuple[str, str, str | None] | None = None,
+) -> BoundModels:
+    """Subclasses of the models pointed at one table / region / endpoint (one connection each)."""
+
+    def bind(base: type[Model]) -> Any:
+        meta_attrs: dict[str, Any] = {
+            "table_name": table_name,
+            "region": region,
+            "host": endpoint_url,
+            "max_retry_attempts": 5,
+        }
+        if credentials is not None:
+            meta_attrs.update(
+                aws_access_key_id=credentials[0],
+                aws_secret_access_key=credentials[1],
+                aws_session_token=credentials[2],
+            )
+        meta = type("Meta", (), meta_attrs)
+        return type(f"{base.__name__}_{table_name.replace('-', '_')}", (base,), {"Meta": meta})
+
+    return BoundModels(task=bind(TaskItem), queue=bind(QueueItem), rule=bind(RuleStateItem))

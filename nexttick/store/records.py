@@ -1,0 +1,86 @@
+"""Plain records exchanged with the layers above (no PynamoDB types leak out of the store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class LastRun:
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: str  # succeeded | failed | retrying | skipped
+    error: str | None = None
+    scheduled_for: datetime | None = None
+    attempt: int = 1
+
+
+@dataclass
+class TaskRecord:
+    """One task as stored. `due` is the next scheduled occurrence (None once finished)."""
+
+    id: str
+    action: str
+    payload: dict[str, Any]
+    status: str  # pending | succeeded | failed | cancelled | skipped  ("running" is derived)
+    schedule_kind: str  # once | cron | every
+    due: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    version: int = 1
+    cron: str | None = None
+    timezone: str = "UTC"
+    every_seconds: float | None = None
+    end: datetime | None = None
+    max_attempts: int = 3
+    retry_backoff_seconds: float = 30.0
+    misfire_grace_seconds: float | None = None
+    attempts: int = 0
+    runs: int = 0
+    last_run: LastRun | None = None
+    queue_key: str | None = None
+    queue_token: str | None = None
+    request_hash: str | None = None
+    expires_at: datetime | None = None
+
+
+@dataclass
+class QueueEntry:
+    """A pointer into the due-ordered queue: run `task_id` (occurrence `scheduled_for`) at `run_at`."""
+
+    shard: int
+    run_at: datetime
+    task_id: str
+    token: str
+    scheduled_for: datetime
+    attempt: int = 1
+    lease_until: datetime | None = None
+    lease_owner: str | None = None
+    created_at: datetime | None = None
+
+    @property
+    def key(self) -> str:
+        from nexttick.store.keys import queue_sort_key
+
+        return queue_sort_key(self.run_at, self.task_id)
+
+    def effective_at(self) -> datetime:
+        """When this entry can next be claimed: its run time, or the end of a live/abandoned lease."""
+        if self.lease_until is not None and self.lease_until > self.run_at:
+            return self.lease_until
+        return self.run_at
+
+    def leased_at(self, now: datetime) -> bool:
+        return self.lease_until is not None and self.lease_until > now
+
+
+@dataclass
+class RuleState:
+    """What the single EventBridge rule is armed for (None = the epoch), with a CAS version."""
+
+    armed_minute: datetime | None
+    version: int = 0
+    kicked_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

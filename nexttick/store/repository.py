@@ -1,0 +1,372 @@
+"""TaskStore: every DynamoDB read and write nexttick makes, none of them a Scan.
+
+Reads that decide correctness (task by id, queue head, due page, rule state) are strongly
+consistent: they all hit base-table items, never a GSI (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+from pynamodb.exceptions import DeleteError, PutError, UpdateError
+from pynamodb.expressions.condition import Condition
+
+from nexttick.config import NextTickSettings
+from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
+from nexttick.store import keys
+from nexttick.store.meter import DynamoMeter
+from nexttick.store.models import BoundModels, LastRunAttribute, QueueItem, TaskItem, bind_models
+from nexttick.store.records import LastRun, QueueEntry, RuleState, TaskRecord
+from nexttick.timeutil import from_epoch, to_epoch
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def _condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
+    return exc.cause_response_code == _CONDITION_FAILED
+
+
+class TaskExistsError(Exception):
+    """A task item with this id already exists (raised by `insert_task`)."""
+
+
+class TaskStore:
+    """Data access for tasks, queue entries and the rule record in one table."""
+
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        region: str,
+        endpoint_url: str | None = None,
+        shards: int,
+        credentials: tuple[str, str, str | None] | None = None,
+    ) -> None:
+        self.table_name = table_name
+        self.shards = shards
+        self.models: BoundModels = bind_models(
+            table_name, region=region, endpoint_url=endpoint_url, credentials=credentials
+        )
+        self.meter = DynamoMeter()
+        # The three models share one table; each has its own connection: meter all of them.
+        for model in (self.models.task, self.models.queue, self.models.rule):
+            self.meter.attach(model._get_connection().connection.client)
+        self._pool = ThreadPoolExecutor(max_workers=min(16, shards), thread_name_prefix="nexttick-shard")
+
+    @classmethod
+    def from_settings(
+        cls, settings: NextTickSettings, credentials: tuple[str, str, str | None] | None = None
+    ) -> TaskStore:
+        return cls(
+            settings.table_name,
+            region=settings.region,
+            endpoint_url=settings.endpoint_url,
+            shards=settings.queue_shards,
+            credentials=credentials,
+        )
+
+    # ------------------------------------------------------------------ admin (tests, local stack)
+    def create_table(self) -> None:
+        """Create the table on-demand (the CDK construct is the production definition)."""
+        model = self.models.task
+        if not model.exists():
+            model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+
+    # ------------------------------------------------------------------ tasks
+    def get_task(self, task_id: str) -> TaskRecord | None:
+        try:
+            item = self.models.task.get(keys.task_pk(task_id), TASK_SK, consistent_read=True)
+        except self.models.task.DoesNotExist:
+            return None
+        return _task_record(item)
+
+    def insert_task(self, record: TaskRecord) -> None:
+        """Write a new task; raises TaskExistsError if the id is taken."""
+        item = self._task_item(record)
+        try:
+            item.save(condition=self.models.task.pk.does_not_exist())
+        except PutError as exc:
+            if _condition_failed(exc):
+                raise TaskExistsError(record.id) from exc
+            raise
+
+    def replace_task(self, record: TaskRecord, expected_version: int) -> bool:
+        """Write the whole task if its stored version is still `expected_version` (compare-and-set).
+
+        Every field is written each time, so no half-applied update can exist."""
+        item = self._task_item(record)
+        try:
+            item.save(condition=self.models.task.version == expected_version)
+        except PutError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def _task_item(self, r: TaskRecord) -> TaskItem:
+        last_run = None
+        if r.last_run is not None:
+            last_run = LastRunAttribute(
+                started_at=r.last_run.started_at,
+                finished_at=r.last_run.finished_at,
+                outcome=r.last_run.outcome,
+                error=r.last_run.error,
+                scheduled_for=r.last_run.scheduled_for,
+                attempt=r.last_run.attempt,
+            )
+        item: TaskItem = self.models.task(
+            keys.task_pk(r.id),
+            TASK_SK,
+            task_id=r.id,
+            action=r.action,
+            payload=r.payload,
+            status=r.status,
+            schedule_kind=r.schedule_kind,
+            due=r.due,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            version=r.version,
+            cron=r.cron,
+            timezone=r.timezone,
+            every_seconds=r.every_seconds,
+            end=r.end,
+            max_attempts=r.max_attempts,
+            retry_backoff_seconds=r.retry_backoff_seconds,
+            misfire_grace_seconds=r.misfire_grace_seconds,
+            attempts=r.attempts,
+            runs=r.runs,
+            last_run=last_run,
+            queue_key=r.queue_key,
+            queue_token=r.queue_token,
+            request_hash=r.request_hash,
+            expires_at=r.expires_at,
+        )
+        return item
+
+    # ------------------------------------------------------------------ queue entries
+    def new_entry(
+        self, task_id: str, run_at: datetime, scheduled_for: datetime, attempt: int = 1
+    ) -> QueueEntry:
+        """A fresh entry (not yet written) with its own token; the task item must point at it."""
+        return QueueEntry(
+            shard=keys.shard_of(task_id, self.shards),
+            run_at=run_at,
+            task_id=task_id,
+            token=uuid.uuid4().hex,
+            scheduled_for=scheduled_for,
+            attempt=attempt,
+        )
+
+    def entry_for_task(self, record: TaskRecord) -> tuple[int, str] | None:
+        """(shard, sort key) of the queue entry the task points at, if any."""
+        if record.queue_key is None:
+            return None
+        return keys.shard_of(record.id, self.shards), record.queue_key
+
+    def put_entry(self, entry: QueueEntry, created_at: datetime) -> None:
+        entry.created_at = created_at
+        self.models.queue(
+            keys.queue_pk(entry.shard),
+            entry.key,
+            task_id=entry.task_id,
+            token=entry.token,
+            scheduled_for=entry.scheduled_for,
+            attempt=entry.attempt,
+            created_at=created_at,
+        ).save()
+
+    def delete_entry(self, shard: int, key: str, token: str) -> bool:
+        """Delete an entry only if it is still the one with `token` (never someone else's)."""
+        item = self.models.queue(keys.queue_pk(shard), key)
+        try:
+            item.delete(condition=self.models.queue.token == token)
+        except DeleteError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def get_entry(self, shard: int, key: str) -> QueueEntry | None:
+        try:
+            item = self.models.queue.get(keys.queue_pk(shard), key, consistent_read=True)
+        except self.models.queue.DoesNotExist:
+            return None
+        return _queue_entry(item, shard)
+
+    def claim(self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str) -> QueueEntry | None:
+        """Lease an entry for one worker: succeeds only if it is unchanged and not leased (or its lease
+        expired). Returns the claimed entry, or None when another worker holds it or it is gone."""
+        q = self.models.queue
+        item = q(keys.queue_pk(entry.shard), entry.key)
+        condition: Condition = (
+            q.pk.exists()
+            & (q.token == entry.token)
+            & (q.lease_until.does_not_exist() | (q.lease_until <= to_epoch(now)))
+        )
+        try:
+            item.update(
+                actions=[q.lease_until.set(to_epoch(lease_until)), q.lease_owner.set(owner)],
+                condition=condition,
+            )
+        except UpdateError as exc:
+            if _condition_failed(exc):
+                return None
+            raise
+        return _queue_entry(item, entry.shard)
+
+    def defer_entry(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
+        """Extend/replace our own lease (e.g. keep an entry hidden until `until`)."""
+        q = self.models.queue
+        item = q(keys.queue_pk(entry.shard), entry.key)
+        try:
+            item.update(
+                actions=[q.lease_until.set(to_epoch(until))],
+                condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner),
+            )
+        except UpdateError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def shard_entries(
+        self, shard: int, *, up_to: datetime | None = None, after_key: str | None = None, page_size: int = 100
+    ) -> Iterator[QueueEntry]:
+        """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`
+        and/or after the sort key `after_key`. Lazily paged: callers read only what they consume."""
+        q = self.models.queue
+        condition = None
+        if up_to is not None and after_key is not None:
+            condition = q.sk.between(after_key + "\x00", keys.upper_bound_for(up_to))
+        elif up_to is not None:
+            condition = q.sk <= keys.upper_bound_for(up_to)
+        elif after_key is not None:
+            condition = q.sk > after_key
+        for item in q.query(
+            keys.queue_pk(shard),
+            range_key_condition=condition,
+            consistent_read=True,
+            page_size=page_size,
+        ):
+            yield _queue_entry(item, shard)
+
+    def shard_head(self, shard: int) -> datetime | None:
+        """Earliest time any entry of `shard` becomes claimable. Reads the leased entries at the front
+        of the shard (in flight: bounded by the worker pool) and then one more."""
+        best: datetime | None = None
+        for entry in self.shard_entries(shard, page_size=8):
+            at = entry.effective_at()
+            best = at if best is None or at < best else best
+            if entry.lease_until is None or entry.lease_until <= entry.run_at:
+                break  # every later entry runs at or after this one
+        return best
+
+    def head(self) -> datetime | None:
+        """Earliest claimable time over all shards (strongly consistent, no Scan)."""
+        heads = [h for h in self._pool.map(self.shard_head, range(self.shards)) if h is not None]
+        return min(heads) if heads else None
+
+    # ------------------------------------------------------------------ rule state
+    def read_rule_state(self) -> RuleState:
+        try:
+            item = self.models.rule.get(RULE_STATE_PK, RULE_STATE_SK, consistent_read=True)
+        except self.models.rule.DoesNotExist:
+            return RuleState(armed_minute=None, version=0)
+        armed = int(item.armed_at or 0)
+        return RuleState(
+            armed_minute=from_epoch(armed) if armed else None,
+            version=int(item.version or 0),
+            kicked_at=from_epoch(item.kicked_at) if item.kicked_at else None,
+        )
+
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
+        """Set the armed minute if the record's version is `expected_version`; returns the new
+        version, or None when someone else changed it first."""
+        r = self.models.rule
+        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        armed = int(to_epoch(armed_minute)) if armed_minute is not None else 0
+        condition = r.version.does_not_exist() if expected_version == 0 else r.version == expected_version
+        try:
+            item.update(
+                actions=[r.armed_at.set(armed), r.version.set(expected_version + 1)], condition=condition
+            )
+        except UpdateError as exc:
+            if _condition_failed(exc):
+                return None
+            raise
+        return expected_version + 1
+
+    def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
+        """Claim the right to kick a stalled worker (at most once per window, across editors)."""
+        r = self.models.rule
+        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        try:
+            item.update(
+                actions=[r.kicked_at.set(to_epoch(now))],
+                condition=r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since)),
+            )
+        except UpdateError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
+
+def _task_record(item: Any) -> TaskRecord:
+    last_run = None
+    if item.last_run is not None:
+        lr = item.last_run
+        last_run = LastRun(
+            started_at=lr.started_at,
+            finished_at=lr.finished_at,
+            outcome=lr.outcome,
+            error=lr.error,
+            scheduled_for=lr.scheduled_for,
+            attempt=int(lr.attempt or 1),
+        )
+    return TaskRecord(
+        id=item.task_id,
+        action=item.action,
+        payload=item.payload,
+        status=item.status,
+        schedule_kind=item.schedule_kind,
+        due=item.due,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        version=int(item.version),
+        cron=item.cron,
+        timezone=item.timezone or "UTC",
+        every_seconds=float(item.every_seconds) if item.every_seconds is not None else None,
+        end=item.end,
+        max_attempts=int(item.max_attempts),
+        retry_backoff_seconds=float(item.retry_backoff_seconds),
+        misfire_grace_seconds=(
+            float(item.misfire_grace_seconds) if item.misfire_grace_seconds is not None else None
+        ),
+        attempts=int(item.attempts or 0),
+        runs=int(item.runs or 0),
+        last_run=last_run,
+        queue_key=item.queue_key,
+        queue_token=item.queue_token,
+        request_hash=item.request_hash,
+        expires_at=item.expires_at,
+    )
+
+
+def _queue_entry(item: QueueItem, shard: int) -> QueueEntry:
+    run_at, task_id = keys.split_queue_sort_key(item.sk)
+    return QueueEntry(
+        shard=shard,
+        run_at=run_at,
+        task_id=task_id,
+        token=item.token,
+        scheduled_for=item.scheduled_for,
+        attempt=int(item.attempt or 1),
+        lease_until=from_epoch(item.lease_until) if item.lease_until is not None else None,
+        lease_owner=item.lease_owner,
+        created_at=item.created_at,
+    )

@@ -1,0 +1,71 @@
+"""Fixture chain: fake credentials -> mock_aws -> resources -> runtime/editor (Given ...)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+import time_machine
+from moto import mock_aws
+
+from nexttick.config import NextTickSettings
+from tests.support.aws import RecordingTrigger, create_resources
+
+TEST_ACTIONS = {"log": {"type": "log"}, "hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}
+
+
+@pytest.fixture
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in [n for n in os.environ if n.startswith("NEXTTICK_")]:
+        monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def aws(aws_credentials: None) -> Iterator[None]:
+    with mock_aws(config={"lambda": {"use_docker": False}}):
+        yield
+
+
+@pytest.fixture
+def settings() -> NextTickSettings:
+    return NextTickSettings(queue_shards=4, actions_config=TEST_ACTIONS)
+
+
+@pytest.fixture
+def resources(aws: None, settings: NextTickSettings) -> NextTickSettings:
+    create_resources(settings)
+    return settings
+
+
+@pytest.fixture
+def frozen_now() -> Iterator[time_machine.Coordinates]:
+    """A controllable clock, starting mid-minute so minute-boundary logic is exercised."""
+    with time_machine.travel(datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC), tick=False) as traveller:
+        yield traveller
+
+
+@pytest.fixture
+def runtime(resources: NextTickSettings):  # type: ignore[no-untyped-def]
+    from nexttick.runtime import Runtime
+
+    rt = Runtime.build(resources)
+    rt.trigger = RecordingTrigger(rt.trigger)  # type: ignore[assignment]
+    rt.rule_sync.trigger = rt.trigger
+    return rt
+
+
+@pytest.fixture
+def editor(runtime):  # type: ignore[no-untyped-def]
+    from editor import Editor
+
+    return Editor(runtime=runtime)
