@@ -25,10 +25,13 @@ def make_client(
 ) -> Any:
     """A boto3 client for `service` honouring the configured region and (local) endpoint."""
     session = session or boto3.session.Session()
+    endpoint = settings.endpoint_url
+    if service == "lambda" and settings.lambda_endpoint_url:
+        endpoint = settings.lambda_endpoint_url
     return session.client(
         service,  # type: ignore[call-overload]
         region_name=settings.region,
-        endpoint_url=settings.endpoint_url,
+        endpoint_url=endpoint,
         config=_BOTO_CONFIG,
     )
 

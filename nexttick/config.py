@@ -32,6 +32,8 @@ class NextTickSettings(BaseSettings):
     )
     region: str = Field(default=constants.DEFAULT_REGION, alias="AWS_REGION")
     endpoint_url: str | None = Field(default=None, alias="NEXTTICK_ENDPOINT_URL")
+    # Lambda Invoke can go to a different endpoint (the local stack runs the worker in-process).
+    lambda_endpoint_url: str | None = Field(default=None, alias="NEXTTICK_LAMBDA_ENDPOINT_URL")
     queue_shards: int = Field(default=constants.DEFAULT_QUEUE_SHARDS, ge=1, le=256)
     precision: Precision = Precision.SECOND
     # Worst-case EventBridge delivery delay we arm ahead for, in `second` mode.
