@@ -1,0 +1,160 @@
+"""Dashboard and alarms over the worker's Powertools metrics (namespace `nexttick`) and Lambda/SQS."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra import names
+from infra.config import InfraConfig
+
+_PERIOD = Duration.minutes(1)
+_ALARM_PERIOD = Duration.minutes(5)
+
+
+def scheduler_metric(metric_name: str, statistic: str, period: Duration = _PERIOD) -> cloudwatch.Metric:
+    """A Powertools metric; Powertools adds the `service` dimension to every metric it emits."""
+    return cloudwatch.Metric(
+        namespace=names.METRICS_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map={"service": names.SERVICE_NAME},
+        statistic=statistic,
+        period=period,
+    )
+
+
+class Monitoring(Construct):
+    """Lateness p50/p99, runs/failures/skips, batch size (backlog proxy), worker errors/duration,
+    DLQ depth; alarms on lateness p99, failures, DLQ depth and worker errors (optional e-mail)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: InfraConfig,
+        worker: lambda_.IFunction,
+        api_function: lambda_.IFunction,
+        dead_letter_queue: sqs.IQueue,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        n = config.resource_names
+        lateness_p50 = scheduler_metric(names.METRIC_LATENESS, "p50")
+        lateness_p99 = scheduler_metric(names.METRIC_LATENESS, "p99")
+        runs = scheduler_metric(names.METRIC_RUNS, "Sum")
+        failures = scheduler_metric(names.METRIC_FAILURES, "Sum")
+        skips = scheduler_metric(names.METRIC_SKIPS, "Sum")
+        batch = scheduler_metric(names.METRIC_BATCH_SIZE, "Maximum")
+        dlq_depth = dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=_PERIOD, statistic="Maximum"
+        )
+
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=n.dashboard)
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Lateness (start - due), ms", left=[lateness_p50, lateness_p99], width=12
+            ),
+            cloudwatch.GraphWidget(title="Occurrences", left=[runs, failures, skips], width=12),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Worker errors / throttles",
+                left=[worker.metric_errors(period=_PERIOD), worker.metric_throttles(period=_PERIOD)],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Worker duration, ms",
+                left=[
+                    worker.metric_duration(period=_PERIOD, statistic="p50"),
+                    worker.metric_duration(period=_PERIOD, statistic="Maximum"),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Due tasks per run (max) / dead letters",
+                left=[batch],
+                right=[dlq_depth],
+                width=8,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="API errors / duration",
+                left=[api_function.metric_errors(period=_PERIOD)],
+                right=[api_function.metric_duration(period=_PERIOD, statistic="p99")],
+                width=24,
+            ),
+        )
+
+        self.alarms = [
+            cloudwatch.Alarm(
+                self,
+                "LatenessAlarm",
+                alarm_description=f"nexttick lateness p99 above {config.lateness_threshold_ms} ms",
+                metric=scheduler_metric(names.METRIC_LATENESS, "p99", _ALARM_PERIOD),
+                threshold=config.lateness_threshold_ms,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            cloudwatch.Alarm(
+                self,
+                "FailuresAlarm",
+                alarm_description="nexttick: a task occurrence failed (all attempts used)",
+                metric=scheduler_metric(names.METRIC_FAILURES, "Sum", _ALARM_PERIOD),
+                threshold=0,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            cloudwatch.Alarm(
+                self,
+                "DeadLetterAlarm",
+                alarm_description="nexttick: worker invocations failed after retries (see the DLQ)",
+                metric=dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ALARM_PERIOD, statistic="Maximum"
+                ),
+                threshold=0,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            cloudwatch.Alarm(
+                self,
+                "WorkerErrorsAlarm",
+                alarm_description="nexttick: the worker function raised errors",
+                metric=worker.metric_errors(period=_ALARM_PERIOD, statistic="Sum"),
+                threshold=0,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+        ]
+
+        self.topic: sns.Topic | None = None
+        if config.alarm_email:
+            self.topic = sns.Topic(
+                self,
+                "AlarmTopic",
+                topic_name=n.alarm_topic,
+                master_key=self._alarm_key(),
+                enforce_ssl=True,
+            )
+            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+            for alarm in self.alarms:
+                alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
+
+    def _alarm_key(self) -> kms.Key:
+        """CloudWatch cannot publish to a topic under the AWS-managed SNS key: a rotated CMK that
+        lets CloudWatch encrypt to the topic (about $1/month, only with alarm_email set)."""
+        key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True, description="nexttick alarm topic")
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey")
+        return key

@@ -1,0 +1,100 @@
+"""Every name the CDK app uses, in one place (runtime names come from nexttick.constants)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nexttick import constants
+
+DEFAULT_PREFIX = constants.APP_NAME
+DEFAULT_STACK_NAME = "NextTick"
+CONFIG_FILE = "nexttick.config.json"
+
+# CDK context keys (cdk.json or `-c key=value`).
+CONTEXT_CONFIG_FILE = "nexttick:config"
+CONTEXT_OVERRIDES = "nexttick"
+CONTEXT_LOCAL = "nexttick:local"
+CONTEXT_SYNC_TOKEN = "nexttick:syncToken"
+
+# Lambda handlers (module path inside the bundled asset).
+WORKER_HANDLER = "lambdas/worker/handler.handler"
+API_HANDLER = "lambdas/api/handler.handler"
+# Packages shipped in the Lambda asset (runtime code only) and the requirements file bundled with them.
+RUNTIME_PACKAGES = ("nexttick", "editor", "lambdas")
+REQUIREMENTS_FILE = "requirements.txt"
+BUILD_DIR = "build"
+LAMBDA_PYTHON_VERSION = "3.12"
+
+# Powertools.
+METRICS_NAMESPACE = constants.APP_NAME
+SERVICE_NAME = constants.APP_NAME
+METRIC_RUNS = "Runs"
+METRIC_FAILURES = "Failures"
+METRIC_SKIPS = "Skips"
+METRIC_LATENESS = "LatenessMs"
+METRIC_BATCH_SIZE = "BatchSize"
+
+API_STAGE = "v1"
+
+# Stack outputs.
+OUTPUT_API_URL = "ApiUrl"
+OUTPUT_TABLE = "TableName"
+OUTPUT_RULE = "RuleName"
+OUTPUT_WORKER = "WorkerFunctionName"
+
+# Exactly the DynamoDB actions the store issues (no Scan, no table-level actions).
+TABLE_ACTIONS = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
+RULE_ACTIONS = ("events:DescribeRule", "events:PutRule")
+
+# The event the post-deploy step sends to the worker (brief §3, defect 8).
+SYNC_EVENT = {"source": constants.WORKER_EVENT_SOURCE, "action": constants.WORKER_EVENT_SYNC}
+
+
+@dataclass(frozen=True)
+class ResourceNames:
+    """Physical names, derived from one prefix. The default prefix gives nexttick.constants' names."""
+
+    prefix: str
+
+    @property
+    def table(self) -> str:
+        return f"{self.prefix}-tasks"
+
+    @property
+    def rule(self) -> str:
+        return f"{self.prefix}-next-due"
+
+    @property
+    def worker_function(self) -> str:
+        return f"{self.prefix}-worker"
+
+    @property
+    def api_function(self) -> str:
+        return f"{self.prefix}-api"
+
+    @property
+    def api(self) -> str:
+        return f"{self.prefix}-api"
+
+    @property
+    def dead_letter_queue(self) -> str:
+        return f"{self.prefix}-worker-dlq"
+
+    @property
+    def dashboard(self) -> str:
+        return f"{self.prefix}-scheduler"
+
+    @property
+    def alarm_topic(self) -> str:
+        return f"{self.prefix}-alarms"
+
+    def log_group(self, function_name: str) -> str:
+        return f"/aws/lambda/{function_name}"

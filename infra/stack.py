@@ -1,0 +1,60 @@
+"""The nexttick stack: task store, rule + worker, API and monitoring, plus the deploy outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra import names
+from infra.api import Api
+from infra.config import InfraConfig
+from infra.monitoring import Monitoring
+from infra.scheduler import RuleAndWorker
+from infra.task_store import TaskStore
+
+
+class NextTickStack(Stack):
+    """`sync_token=None` leaves out the post-deploy rule sync (a custom resource moto cannot run)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: InfraConfig,
+        code: lambda_.Code,
+        sync_token: str | None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="nexttick: serverless scheduler (DynamoDB queue, one rule)",
+            **kwargs,
+        )
+        n = config.resource_names
+        self.store = TaskStore(self, "TaskStore", table_name=n.table)
+        self.scheduler = RuleAndWorker(
+            self, "Scheduler", config=config, store=self.store, code=code, sync_token=sync_token
+        )
+        self.api = Api(self, "Api", config=config, store=self.store, code=code)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            worker=self.scheduler.worker.function,
+            api_function=self.api.handler.function,
+            dead_letter_queue=self.scheduler.dead_letter_queue,
+        )
+        CfnOutput(self, names.OUTPUT_API_URL, value=self.api.url, description="Base URL (SigV4-signed calls)")
+        CfnOutput(self, names.OUTPUT_TABLE, value=self.store.table.table_name, description="Task table")
+        CfnOutput(self, names.OUTPUT_RULE, value=self.scheduler.rule.rule_name, description="The one rule")
+        CfnOutput(
+            self,
+            names.OUTPUT_WORKER,
+            value=self.scheduler.worker.function.function_name,
+            description="Worker function",
+        )

@@ -1,0 +1,42 @@
+"""The task store: one DynamoDB table holding tasks, queue entries and the rule record."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra import names
+from nexttick import constants
+
+
+class TaskStore(Construct):
+    """Keys pk/sk (strings), no secondary index: every correctness-critical read is a strongly
+    consistent base-table query. On-demand, TTL on `expires_at`, PITR, deletion protection, RETAIN."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, table_name: str) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            table_name=table_name,
+            partition_key=dynamodb.Attribute(
+                name=constants.PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=dynamodb.Attribute(name=constants.SORT_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=constants.TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def grant_task_access(self, grantee: iam.IGrantable) -> None:
+        """Exactly the item-level actions the store issues, on the table only (no index, no Scan)."""
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(names.TABLE_ACTIONS), resource_arns=[self.table.table_arn]
+        )
