@@ -73,6 +73,8 @@ def build_app(
         config=config,
         code=lambda_code(config, local, root),
         sync_token=sync_token,
+        # The local template has no assets; moto cannot resolve the bootstrap-version SSM parameter.
+        synthesizer=cdk.DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if local else None,
         env=cdk.Environment(
             account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
         ),
