@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
 from infra import names
 from nexttick import constants
-import json
-
 from tests.infrastructure.conftest import CONFIG, Synthesized, flatten, only, rendered, resources_of
 
 WORKER = constants.DEFAULT_WORKER_FUNCTION_NAME
@@ -310,7 +309,7 @@ def test_alarms_on_lateness_failures_dead_letters_and_worker_errors_notify_by_em
 # ---------------------------------------------------------------- defect 8 (template half)
 def test_post_deploy_sync_invokes_the_worker_after_rule_and_worker_exist(deploy: Synthesized) -> None:
     t = deploy.template
-    sync_id, sync = only(t, "Custom::AWS")
+    _, sync = only(t, "Custom::AWS")
     rule_id, _ = only(t, "AWS::Events::Rule")
     worker_id, _ = _function(t, WORKER)
     depends = set(sync["DependsOn"])
