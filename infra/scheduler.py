@@ -60,6 +60,7 @@ class RuleAndWorker(Construct):
         sync_token: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.config = config
         n = config.resource_names
         self.dead_letter_queue = sqs.Queue(
             self,
@@ -112,17 +113,21 @@ class RuleAndWorker(Construct):
             self.post_deploy_sync = self._post_deploy_sync(fn, sync_token)
 
     def _post_deploy_sync(self, fn: lambda_.Function, sync_token: str) -> cr.AwsCustomResource:
-        """Invoke the worker with the sync event after every deploy (the token changes per synth),
-        after the rule and the worker (code, role, policy) are in place."""
+        """Invoke the worker with the sync event after every deploy (the token changes per synth).
+
+        The call names the worker and rule by their fixed names, so the explicit dependencies
+        below are the only ordering: after the rule, the worker's code, role, policy and async
+        configuration are all in place."""
+        n = self.config.resource_names
         call = cr.AwsSdkCall(
             service="Lambda",
             action="invoke",
             parameters={
-                "FunctionName": fn.function_name,
+                "FunctionName": n.worker_function,
                 "InvocationType": "Event",
                 "Payload": json.dumps({**names.SYNC_EVENT, "deploy": sync_token}, sort_keys=True),
             },
-            physical_resource_id=cr.PhysicalResourceId.of(f"{self.rule.rule_name}-sync"),
+            physical_resource_id=cr.PhysicalResourceId.of(f"{n.rule}-sync"),
         )
         sync = cr.AwsCustomResource(
             self,
@@ -130,7 +135,11 @@ class RuleAndWorker(Construct):
             on_create=call,
             on_update=call,
             policy=cr.AwsCustomResourcePolicy.from_statements(
-                [iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[fn.function_arn])]
+                [
+                    iam.PolicyStatement(
+                        actions=["lambda:InvokeFunction"], resources=[function_arn(self, n.worker_function)]
+                    )
+                ]
             ),
             install_latest_aws_sdk=False,
             timeout=Duration.minutes(2),

@@ -319,7 +319,7 @@ def test_post_deploy_sync_invokes_the_worker_after_rule_and_worker_exist(deploy:
     for phase in ("Create", "Update"):
         call = json.loads(flatten(sync["Properties"][phase]))
         assert (call["service"], call["action"]) == ("Lambda", "invoke")
-        assert call["parameters"]["FunctionName"] == "${" + worker_id + "}"
+        assert call["parameters"]["FunctionName"] == WORKER
         assert call["parameters"]["InvocationType"] == "Event"
         payload = json.loads(call["parameters"]["Payload"])
         # The per-deploy token changes the resource on every deploy, so every deploy re-syncs.
