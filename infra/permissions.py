@@ -21,54 +21,42 @@ class Grant:
     resources: tuple[str, ...]
 
 
-def _first(definition: Mapping[str, Any], *keys: str) -> str | None:
-    for key in keys:
-        value = definition.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def _required(name: str, definition: Mapping[str, Any], *keys: str) -> str:
-    value = _first(definition, *keys)
-    if value is None:
-        raise ValueError(f"actions.{name}.{keys[0]} is required for a {definition['type']} action")
+def _required(name: str, definition: Mapping[str, Any], key: str) -> str:
+    value = definition.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"actions.{name}.{key} is required for a {definition['type']} action")
     return value
 
 
-def _queue_arn(url_or_arn: str) -> str:
-    """`https://sqs.<region>.amazonaws.com/<account>/<name>` or an ARN -> the queue ARN."""
+def _queue_arn(name: str, url_or_arn: str) -> str:
+    """`https://sqs.<region>.amazonaws.com/<account>/<queue>` (or an ARN) -> the queue ARN."""
     if url_or_arn.startswith("arn:"):
         return url_or_arn
     parsed = urlparse(url_or_arn)
     parts = parsed.path.strip("/").split("/")
-    host = parsed.hostname or ""
-    labels = host.split(".")
+    labels = (parsed.hostname or "").split(".")
     if len(parts) != 2 or len(labels) < 3 or labels[0] != "sqs":
-        raise ValueError(f"not an SQS queue URL: {url_or_arn!r}")
+        raise ValueError(f"actions.{name}.queue_url: not an SQS queue URL: {url_or_arn!r}")
     return f"arn:aws:sqs:{labels[1]}:{parts[0]}:{parts[1]}"
 
 
 def action_grant(name: str, definition: Mapping[str, Any], arn_for: ArnFactory) -> Grant | None:
-    """The statement one configured action needs, or None (log, webhook, python need no AWS grant)."""
+    """The statement one configured action needs (keys as the worker's action kinds read them),
+    or None: log, webhook and python actions need no AWS permission."""
     kind = definition.get("type")
     if kind == "sqs":
-        target = _required(name, definition, "queue_url", "queue_arn", "queue")
-        return Grant(("sqs:SendMessage",), (_queue_arn(target),))
+        return Grant(("sqs:SendMessage",), (_queue_arn(name, _required(name, definition, "queue_url")),))
     if kind == "sns":
-        topic = _required(name, definition, "topic_arn", "topic")
-        return Grant(("sns:Publish",), (topic if topic.startswith("arn:") else arn_for("sns", topic),))
+        return Grant(("sns:Publish",), (_required(name, definition, "topic_arn"),))
     if kind == "eventbridge":
-        bus = _first(definition, "event_bus", "event_bus_name", "event_bus_arn") or "default"
-        return Grant(
-            ("events:PutEvents",), (bus if bus.startswith("arn:") else arn_for("events", f"event-bus/{bus}"),)
-        )
+        bus = definition.get("event_bus_name") or "default"
+        bus_arn = bus if bus.startswith("arn:") else arn_for("events", f"event-bus/{bus}")
+        return Grant(("events:PutEvents",), (bus_arn,))
     if kind == "lambda":
-        fn = _required(name, definition, "function", "function_name", "function_arn")
-        return Grant(
-            ("lambda:InvokeFunction",),
-            (fn if fn.startswith("arn:") else arn_for("lambda", f"function:{fn}"),),
-        )
+        fn = _required(name, definition, "function")
+        arn = fn if fn.startswith("arn:") else arn_for("lambda", f"function:{fn}")
+        qualifier = definition.get("qualifier")
+        return Grant(("lambda:InvokeFunction",), (f"{arn}:{qualifier}" if qualifier else arn,))
     if kind in ("log", "webhook", "python"):
         return None
     raise ValueError(f"actions.{name}.type must be one of {sorted(ACTION_KINDS)}")

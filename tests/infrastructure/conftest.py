@@ -20,7 +20,7 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "hook": {"type": "webhook", "url": "https://hooks.example.com/nexttick"},
     "queue": {"type": "sqs", "queue_url": "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"},
     "topic": {"type": "sns", "topic_arn": "arn:aws:sns:eu-west-1:111122223333:alerts"},
-    "bus": {"type": "eventbridge", "event_bus": "orders-bus"},
+    "bus": {"type": "eventbridge", "event_bus_name": "orders-bus"},
     "fn": {"type": "lambda", "function": "arn:aws:lambda:eu-west-1:111122223333:function:ship"},
     "py": {"type": "python", "target": "nexttick.actions:log"},
 }

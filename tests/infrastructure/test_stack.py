@@ -267,19 +267,19 @@ def test_dashboard_shows_lateness_percentiles_occurrences_and_worker_health(depl
             graphed.add((ident[0], ident[1], options.get("stat")))
     worker_ref = "${" + _function(t, WORKER)[0] + "}"
     assert {
-        ("nexttick", "LatenessMs", "p50"),
-        ("nexttick", "LatenessMs", "p99"),
-        ("nexttick", "Runs", "Sum"),
-        ("nexttick", "Failures", "Sum"),
-        ("nexttick", "Skips", "Sum"),
-        ("nexttick", "BatchSize", "Maximum"),
+        ("nexttick", "lateness", "p50"),
+        ("nexttick", "lateness", "p99"),
+        ("nexttick", "runs", "Sum"),
+        ("nexttick", "failures", "Sum"),
+        ("nexttick", "skips", "Sum"),
+        ("nexttick", "batch_size", "Maximum"),
         ("AWS/Lambda", "Errors", "Sum"),
         ("AWS/Lambda", "Duration", "p50"),
         ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum"),
     } <= graphed
     assert worker_ref in flatten(dashboard["Properties"]["DashboardBody"])
     # Powertools adds the service dimension to every metric it emits.
-    assert '"nexttick","LatenessMs","service","nexttick"' in flatten(dashboard["Properties"]["DashboardBody"])
+    assert '"nexttick","lateness","service","nexttick"' in flatten(dashboard["Properties"]["DashboardBody"])
 
 
 def test_alarms_on_lateness_failures_dead_letters_and_worker_errors_notify_by_email(
@@ -290,11 +290,12 @@ def test_alarms_on_lateness_failures_dead_letters_and_worker_errors_notify_by_em
         a["Properties"]["MetricName"]: a["Properties"]
         for a in resources_of(t, "AWS::CloudWatch::Alarm").values()
     }
-    assert set(alarms) == {"LatenessMs", "Failures", "ApproximateNumberOfMessagesVisible", "Errors"}
-    assert alarms["LatenessMs"]["ExtendedStatistic"] == "p99"
-    assert alarms["LatenessMs"]["Threshold"] == 2000
-    assert alarms["LatenessMs"]["Namespace"] == "nexttick"
-    assert alarms["Failures"]["Threshold"] == 0
+    assert set(alarms) == {"lateness", "failures", "ApproximateNumberOfMessagesVisible", "Errors"}
+    assert alarms["lateness"]["ExtendedStatistic"] == "p99"
+    assert alarms["lateness"]["Threshold"] == 2000
+    assert alarms["lateness"]["Namespace"] == "nexttick"
+    assert alarms["lateness"]["Dimensions"] == [{"Name": "service", "Value": "nexttick"}]
+    assert alarms["failures"]["Threshold"] == 0
     assert alarms["Errors"]["Dimensions"] == [
         {"Name": "FunctionName", "Value": {"Ref": _function(t, WORKER)[0]}}
     ]
