@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench fuzz clean
+.PHONY: help venv run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench fuzz clean bootstrap
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -53,3 +53,30 @@ bench: $(STAMP) ## benchmarks side by side with the baselines, written to bench/
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache
+
+# --- CDK (infra/) -------------------------------------------------------------------------
+# Synth runs the app with python (no CDK CLI). deploy/diff/destroy use the CDK CLI pinned in
+# package.json (aws-cdk 2.x >= 2.1147), installed locally with npm. Pass extra CLI flags with
+# CDK_ARGS, e.g. `make deploy CDK_ARGS="-c nexttick:precision=minute"`.
+CDK := node_modules/.bin/cdk
+CDK_ARGS ?=
+NODE_STAMP := node_modules/.installed
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+synth: $(STAMP) ## synthesize the stack into cdk.out/ (python only; cdk-nag runs, findings fail it)
+	CDK_OUTDIR=cdk.out $(PY) app.py
+
+bootstrap: $(STAMP) $(NODE_STAMP) ## one-time per account/region: cdk bootstrap
+	$(CDK) bootstrap $(CDK_ARGS)
+
+deploy: $(STAMP) $(NODE_STAMP) ## cdk deploy to the current AWS account/region (outputs in cdk.out/outputs.json)
+	$(CDK) deploy --require-approval broadening --outputs-file cdk.out/outputs.json $(CDK_ARGS)
+
+diff: $(STAMP) $(NODE_STAMP) ## cdk diff against the deployed stack
+	$(CDK) diff $(CDK_ARGS)
+
+destroy: $(STAMP) $(NODE_STAMP) ## cdk destroy (the task table is retained; see README "Deploy")
+	$(CDK) destroy $(CDK_ARGS)

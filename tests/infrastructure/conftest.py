@@ -22,7 +22,7 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "topic": {"type": "sns", "topic_arn": "arn:aws:sns:eu-west-1:111122223333:alerts"},
     "bus": {"type": "eventbridge", "event_bus_name": "orders-bus"},
     "fn": {"type": "lambda", "function": "arn:aws:lambda:eu-west-1:111122223333:function:ship"},
-    "py": {"type": "python", "target": "nexttick.actions:log"},
+    "py": {"type": "python", "target": "json:dumps"},
 }
 CONFIG = InfraConfig(
     actions=ACTIONS,

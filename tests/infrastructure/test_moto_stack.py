@@ -231,13 +231,14 @@ def test_a_redeploy_that_does_not_change_the_rule_leaves_it_armed(
     _schedule_in_an_hour()
     armed = _rule_minute(rule_name)
     assert isinstance(armed, datetime)
-    # When a deploy changes only the functions (configuration)
+    # When a deploy changes other resources (moto 5.2.5 cannot update an inline-code function
+    # through CloudFormation, so the dashboard stands in for a code/config change)
     changed = json.loads(json.dumps(local_template))
-    for _, fn in [
-        only(changed, "AWS::Lambda::Function", FunctionName=constants.DEFAULT_WORKER_FUNCTION_NAME),
-        only(changed, "AWS::Lambda::Function", FunctionName=constants.DEFAULT_API_FUNCTION_NAME),
-    ]:
-        fn["Properties"]["Environment"]["Variables"]["NEXTTICK_POOL_SIZE"] = "64"
+    _, dashboard = only(changed, "AWS::CloudWatch::Dashboard")
+    dashboard["Properties"]["DashboardName"] = "nexttick-scheduler-2"
     _update_stack(changed)
     # Then CloudFormation did not touch the rule: still armed, without any sync
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    dashboards = [d["DashboardName"] for d in cloudwatch.list_dashboards()["DashboardEntries"]]
+    assert "nexttick-scheduler-2" in dashboards  # the update did happen
     assert _rule_minute(rule_name) == armed
