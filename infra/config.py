@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from infra import names
-from infra.permissions import ACTION_KINDS
+from infra.permissions import ACTION_KINDS, action_grant
 from nexttick import constants
 from nexttick.config import Precision
 
@@ -68,6 +68,7 @@ class InfraConfig(BaseModel):
             kind = definition.get("type") if isinstance(definition, dict) else None
             if kind not in ACTION_KINDS:
                 raise ValueError(f"{name}.type must be one of {sorted(ACTION_KINDS)}")
+            action_grant(name, definition, lambda service, resource: f"arn:aws:{service}:::{resource}")
         return value
 
     @model_validator(mode="after")
