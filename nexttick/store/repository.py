@@ -52,9 +52,12 @@ class TaskStore:
             table_name, region=region, endpoint_url=endpoint_url, credentials=credentials
         )
         self.meter = DynamoMeter()
-        # The three models share one table; each has its own connection: meter all of them.
-        for model in (self.models.task, self.models.queue, self.models.rule):
-            self.meter.attach(model._get_connection().connection.client)
+        # The three models share one table and one connection (one botocore client: a client costs
+        # ~0.25 s to build, which every Lambda cold start would pay three times otherwise).
+        connection = self.models.task._get_connection()
+        self.models.queue._connection = connection
+        self.models.rule._connection = connection
+        self.meter.attach(connection.connection.client)
         self._pool = ThreadPoolExecutor(max_workers=min(16, shards), thread_name_prefix="nexttick-shard")
 
     @classmethod
