@@ -150,6 +150,15 @@ class TaskStore:
         )
         return item
 
+    def bulk_insert(self, pairs: list[tuple[TaskRecord, QueueEntry]], created_at: datetime) -> None:
+        """Write many new tasks and their entries with BatchWriteItem, unconditionally (loading a
+        backlog for benchmarks; never used where an id could already exist)."""
+        with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
+            for record, entry in pairs:
+                entry.created_at = created_at
+                entries.save(self._queue_item(entry))
+                tasks.save(self._task_item(record))
+
     # ------------------------------------------------------------------ queue entries
     def new_entry(
         self, task_id: str, run_at: datetime, scheduled_for: datetime, attempt: int = 1
@@ -172,15 +181,19 @@ class TaskStore:
 
     def put_entry(self, entry: QueueEntry, created_at: datetime) -> None:
         entry.created_at = created_at
-        self.models.queue(
+        self._queue_item(entry).save()
+
+    def _queue_item(self, entry: QueueEntry) -> QueueItem:
+        item: QueueItem = self.models.queue(
             keys.queue_pk(entry.shard),
             entry.key,
             task_id=entry.task_id,
             token=entry.token,
             scheduled_for=entry.scheduled_for,
             attempt=entry.attempt,
-            created_at=created_at,
-        ).save()
+            created_at=entry.created_at,
+        )
+        return item
 
     def delete_entry(self, shard: int, key: str, token: str) -> bool:
         """Delete an entry only if it is still the one with `token` (never someone else's)."""
