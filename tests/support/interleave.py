@@ -21,64 +21,58 @@ _TIMEOUT = 30.0
 
 
 class Interleaver:
-    """Runs actors one step at a time in the order the chooser picks."""
+    """Runs actors one step at a time in the order the chooser picks.
+
+    Hand-off is by semaphores: the controller grants one parked actor, then waits for exactly one
+    signal back (the actor parked again or finished), so only one thread ever runs."""
 
     def __init__(self, chooser: Chooser) -> None:
         self.chooser = chooser
         self.trace: list[tuple[str, str]] = []
         self.results: dict[str, Any] = {}
         self.errors: dict[str, BaseException] = {}
-        self._cond = threading.Condition()
-        self._status: dict[str, str] = {}
-        self._label: dict[str, str] = {}
-        self._granted: dict[str, bool] = {}
         self.aborted = False
+        self._back = threading.Semaphore(0)
+        self._grant: dict[str, threading.Semaphore] = {}
+        self._parked: dict[str, str] = {}  # actor -> label of the operation it waits to do
 
     def _step_for(self, name: str) -> Step:
         def step(label: str) -> None:
-            with self._cond:
-                self._status[name] = "parked"
-                self._label[name] = label
-                self._cond.notify_all()
-                if not self._cond.wait_for(lambda: self._granted[name], timeout=_TIMEOUT):
-                    raise TimeoutError(f"{name} never scheduled")
-                self._granted[name] = False
-                self._status[name] = "running"
-                if self.aborted:
-                    raise Aborted(name)
+            self._parked[name] = label
+            self._back.release()
+            if not self._grant[name].acquire(timeout=_TIMEOUT):
+                raise TimeoutError(f"{name} never scheduled")
+            if self.aborted:
+                raise Aborted(name)
 
         return step
 
+    def _await_back(self) -> None:
+        if not self._back.acquire(timeout=_TIMEOUT):
+            raise TimeoutError(f"an actor did not park or finish; parked: {self._parked}")
+
     def run(self, actors: dict[str, Actor]) -> list[tuple[str, str]]:
-        threads = []
-        for name, actor in actors.items():
-            self._status[name] = "running"
-            self._granted[name] = False
-            threads.append(threading.Thread(target=self._body, args=(name, actor), daemon=True))
+        threads = [threading.Thread(target=self._body, args=(n, a), daemon=True) for n, a in actors.items()]
+        for name in actors:
+            self._grant[name] = threading.Semaphore(0)
         for thread in threads:
             thread.start()
-        while True:
-            with self._cond:
-                settled = self._cond.wait_for(
-                    lambda: all(s != "running" for s in self._status.values()), timeout=_TIMEOUT
-                )
-                if not settled:
-                    raise TimeoutError(f"actors did not settle: {self._status}")
-                parked = [n for n in actors if self._status[n] == "parked"]
-                if not parked:
-                    break
-                choice = self.chooser(parked)
-                if choice is None:
-                    self.aborted = True
-                    for n in parked:
-                        self._granted[n] = True
-                        self._status[n] = "running"
-                    self._cond.notify_all()
-                    continue
-                self.trace.append((choice, self._label[choice]))
-                self._status[choice] = "running"
-                self._granted[choice] = True
-                self._cond.notify_all()
+        for _ in threads:
+            self._await_back()  # each actor parks at its first step or finishes
+        while self._parked:
+            parked = [n for n in actors if n in self._parked]
+            choice = self.chooser(parked)
+            if choice is None:
+                self.aborted = True
+                for name in parked:
+                    del self._parked[name]
+                    self._grant[name].release()
+                for _ in parked:
+                    self._await_back()
+                break
+            self.trace.append((choice, self._parked.pop(choice)))
+            self._grant[choice].release()
+            self._await_back()
         for thread in threads:
             thread.join(_TIMEOUT)
         return self.trace
@@ -91,9 +85,7 @@ class Interleaver:
         except BaseException as exc:  # reported to the test, never swallowed
             self.errors[name] = exc
         finally:
-            with self._cond:
-                self._status[name] = "done"
-                self._cond.notify_all()
+            self._back.release()
 
 
 class Stepped:
