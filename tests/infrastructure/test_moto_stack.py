@@ -20,6 +20,8 @@ from nexttick.aws import parse_rule_minute
 from tests.infrastructure.conftest import CONFIG, only
 
 STACK = "NextTick"
+# moto skips the resource types it cannot create (alarms, stage, ...) with this warning.
+pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS::.*:UserWarning")
 
 
 @dataclass
@@ -153,9 +155,8 @@ def test_one_task_runs_end_to_end_through_the_handlers_on_the_created_stack(
 ) -> None:
     api_handler = pytest.importorskip("lambdas.api.handler")
     worker_handler = pytest.importorskip("lambdas.worker.handler")
-    from nexttick.api.app import build_app
-
     from editor import Editor
+    from nexttick.api.app import build_app
 
     # Given the handlers configured by the stack's environment (fresh per test, as a new container)
     monkeypatch.setattr(api_handler, "app", build_app(Editor.from_env))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match, Template
 
 from infra import names
@@ -335,3 +336,24 @@ def test_rule_properties_do_not_depend_on_the_deploy(
     (deploy_id, deploy_rule) = only(deploy.template, "AWS::Events::Rule")
     (local_id, local_rule) = only(local_template, "AWS::Events::Rule")
     assert (deploy_id, deploy_rule) == (local_id, local_rule)
+
+
+def test_dashboard_and_alarm_metric_names_are_the_ones_the_worker_emits() -> None:
+    # Given the worker's source (metric names are literals at its add_metric calls)
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sources = list((root / "nexttick" / "worker").glob("*.py"))
+    if not sources:
+        pytest.skip("the worker package is not on this branch yet")
+    emitted = {m for path in sources for m in re.findall(r'add_metric\(\s*name="(\w+)"', path.read_text())}
+    # Then every scheduler metric the dashboard/alarms read is emitted by the worker
+    wanted = {
+        names.METRIC_RUNS,
+        names.METRIC_FAILURES,
+        names.METRIC_SKIPS,
+        names.METRIC_LATENESS,
+        names.METRIC_BATCH_SIZE,
+    }
+    assert wanted <= emitted
