@@ -128,6 +128,7 @@ class RuleAndWorker(Construct):
                 "Payload": json.dumps({**names.SYNC_EVENT, "deploy": sync_token}, sort_keys=True),
             },
             physical_resource_id=cr.PhysicalResourceId.of(f"{n.rule}-sync"),
+            output_paths=["StatusCode"],  # 202 for an accepted async invoke
         )
         sync = cr.AwsCustomResource(
             self,
