@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,8 +60,11 @@ def build_app(
     outdir: str | None = None,
     root: Path = PROJECT_ROOT,
 ) -> Built:
-    """The app with its one stack. Without `config`, it is loaded from the file + context."""
-    app = cdk.App(context=context or None, outdir=outdir)
+    """The app with its one stack. Without `config`, it is loaded from the file + context.
+
+    cdk.json's context (feature flags included) is always the base, so `python app.py` and the
+    CDK CLI synthesize the same template; `context` and the CLI's `-c` values override it."""
+    app = cdk.App(context={**project_context(root), **(context or {})}, outdir=outdir)
     ctx = _context(app, context)
     if config is None:
         config = load_config(ctx, root)
@@ -82,6 +86,15 @@ def build_app(
     if not local:
         apply_nag(app, stack)
     return Built(app, stack, config)
+
+
+def project_context(root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """The `context` object of cdk.json."""
+    path = root / "cdk.json"
+    if not path.is_file():
+        return {}
+    context: dict[str, Any] = json.loads(path.read_text()).get("context", {})
+    return context
 
 
 def _context(app: cdk.App, explicit: dict[str, Any] | None) -> dict[str, Any]:

@@ -137,3 +137,16 @@ def test_action_grants_are_exact_per_kind() -> None:
 def test_an_action_without_its_target_is_rejected(definition: dict[str, str]) -> None:
     with pytest.raises(ValueError, match=r"actions\.a\."):
         action_grants({"a": definition}, _arn)
+
+
+def test_local_template_is_cached_per_configuration(local_template: dict[str, object]) -> None:
+    # Given the local template synthesized once for CONFIG (session fixture)
+    import infra
+    from tests.infrastructure.conftest import CONFIG
+
+    # When asked again / Then it comes from the cache (no jsii), identical
+    path = infra._local_cache_path(CONFIG)
+    assert path.is_file()
+    assert infra.synth_template(CONFIG, local=True) == local_template
+    # ... and another configuration has another cache entry
+    assert infra._local_cache_path(CONFIG.model_copy(update={"pool_size": 7})) != path

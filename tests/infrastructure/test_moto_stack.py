@@ -21,7 +21,7 @@ from tests.infrastructure.conftest import CONFIG, only
 
 STACK = "NextTick"
 # moto skips the resource types it cannot create (alarms, stage, ...) with this warning.
-pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS::.*:UserWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")
 
 
 @dataclass

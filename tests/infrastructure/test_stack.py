@@ -193,21 +193,24 @@ def test_action_targets_are_granted_exactly_on_the_worker_only(deploy: Synthesiz
     t = deploy.template
     worker = _role_statements(t, WORKER)
 
-    def resources(action: str) -> list[Any]:
-        """Resources of the statements granting `action` alone (grants are one action each)."""
-        return [s["Resource"] for s in worker if _actions(s) == [action]]
+    def resources(action: str) -> list[str]:
+        """Resources (flattened) of the statements granting `action` alone."""
+        found: list[str] = []
+        for s in worker:
+            if _actions(s) == [action]:
+                res = s["Resource"]
+                found += [flatten(r) for r in (res if isinstance(res, list) else [res])]
+        return sorted(found)
 
     assert resources("sqs:SendMessage") == ["arn:aws:sqs:eu-west-1:111122223333:orders"]
     assert resources("sns:Publish") == ["arn:aws:sns:eu-west-1:111122223333:alerts"]
-    (bus,) = resources("events:PutEvents")
-    assert rendered(bus).endswith(':event-bus/orders-bus"]]}')
-    invoked = sorted(flatten(r) for r in resources("lambda:InvokeFunction"))
-    assert invoked == sorted(
-        [
-            "arn:aws:lambda:eu-west-1:111122223333:function:ship",
-            "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + WORKER,
-        ]
-    )
+    assert resources("events:PutEvents") == [
+        "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/orders-bus"
+    ]
+    assert resources("lambda:InvokeFunction") == [
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + WORKER,
+        "arn:aws:lambda:eu-west-1:111122223333:function:ship",
+    ]
     api = _role_statements(t, API)
     for action in ("sqs:SendMessage", "sns:Publish", "events:PutEvents"):
         assert [s for s in api if action in _actions(s)] == []
