@@ -23,11 +23,14 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 from pynamodb.exceptions import PynamoDBException
 
 from editor import Editor, TaskChanges, TaskSpec
 from editor.models import Task
 from nexttick.api.models import (
+    IF_MATCH_REGEX,
     TASK_ID_REGEX,
     CreateTaskRequest,
     ErrorCode,
@@ -68,7 +71,6 @@ Schedule work for a future time: one-shot (`due`, `delay_seconds`) or recurring 
 """
 # A request body larger than this is refused before parsing (the payload limit applies after).
 MAX_BODY_BYTES = 4 * MAX_PAYLOAD_BYTES
-_IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
 _ROUTES: dict[str, tuple[re.Pattern[str], frozenset[str]]] = {
     "/tasks": (re.compile(r"^/tasks/?$"), frozenset({"GET", "POST"})),
     "/tasks/{id}": (re.compile(r"^/tasks/[^/]+/?$"), frozenset({"GET", "PATCH", "DELETE"})),
@@ -100,12 +102,12 @@ _DOMAIN_ERRORS: list[tuple[type[NextTickError], ErrorCode]] = [
 ]
 
 
+CURSOR_REGEX = "^[A-Za-z0-9_-]+$"
 TaskId = Annotated[str, Path(pattern=TASK_ID_REGEX, description="The task id.")]
 IfMatch = Annotated[
-    str | None,
+    Annotated[str, Field(pattern=IF_MATCH_REGEX)] | SkipJsonSchema[None],
     Header(
         alias="If-Match",
-        max_length=64,
         description='Expected task version (`3` or `"3"`); 412 if the task is at another version.',
     ),
 ]
@@ -128,7 +130,7 @@ def _error_response(code: ErrorCode, message: str, field: str | None) -> Respons
     )
 
 
-def _errors(*statuses: int) -> dict[int, Any]:
+def _errors(*statuses: int) -> Any:
     descriptions = {
         400: "Malformed request: invalid JSON or header syntax.",
         404: "Unknown task (or route).",
@@ -144,6 +146,32 @@ def _errors(*statuses: int) -> dict[int, Any]:
     }
 
 
+_ETAG_HEADER = {
+    "description": "The task's version, quoted; send it back as `If-Match`.",
+    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+}
+_TASK_LINKS = {
+    "GetTask": {"operationId": "getTask", "parameters": {"id": "$response.body#/id"}},
+    "UpdateTask": {"operationId": "updateTask", "parameters": {"id": "$response.body#/id"}},
+    "CancelTask": {"operationId": "cancelTask", "parameters": {"id": "$response.body#/id"}},
+}
+
+
+def _task(description: str, *, created: bool = False, links: bool = False) -> Any:
+    """The OpenAPI response of an operation answering with one task."""
+    headers: dict[str, Any] = {"ETag": _ETAG_HEADER}
+    if created:
+        headers["Location"] = {"description": "The task's URL.", "schema": {"type": "string"}}
+    response: dict[str, Any] = {
+        "description": description,
+        "headers": headers,
+        "content": {"application/json": {"model": TaskOut}},
+    }
+    if links:
+        response["links"] = _TASK_LINKS
+    return response
+
+
 def _task_response(task: Task, status: int = 200) -> Response[Any]:
     headers = {"ETag": f'"{task.version}"'}
     if status == 201:
@@ -154,13 +182,9 @@ def _task_response(task: Task, status: int = 200) -> Response[Any]:
 
 
 def _expected_version(if_match: str | None) -> int | None:
-    """`If-Match: 3`, `"3"` or `W/"3"`; `*` matches any version."""
-    if if_match is None or if_match.strip() == "*":
-        return None
-    matched = _IF_MATCH.match(if_match)
-    if matched is None:
-        raise MalformedRequest('If-Match: expected a task version, e.g. 3 or "3"', field="If-Match")
-    return int(matched.group(1))
+    """`If-Match: 3`, `"3"` or `W/"3"` (validated against IF_MATCH_REGEX); `*` matches any version."""
+    digits = "".join(ch for ch in if_match or "" if ch in "0123456789")
+    return int(digits) if digits else None
 
 
 def _json_body(text: str) -> Any:
@@ -207,12 +231,12 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     @app.post(
         "/tasks",
         summary="Schedule a task",
+        operation_id="createTask",
         responses={
-            201: {"description": "Created.", "content": {"application/json": {"model": TaskOut}}},
-            200: {
-                "description": "An identical create with this client `id` already exists; it is returned.",
-                "content": {"application/json": {"model": TaskOut}},
-            },
+            201: _task("Created.", created=True, links=True),
+            200: _task(
+                "An identical create with this client `id` already exists; it is returned.", links=True
+            ),
             **_errors(400, 409, 413, 415, 422),
         },
     )
@@ -224,16 +248,20 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     @app.get(
         "/tasks",
         summary="List queued tasks (pending / running) in due order",
+        operation_id="listTasks",
         responses={
             200: {"description": "One page.", "content": {"application/json": {"model": TaskPage}}},
             **_errors(422),
         },
     )
     def list_tasks(
-        status: Annotated[ListableStatus | None, Query(description="Only tasks in this status.")] = None,
+        status: Annotated[
+            ListableStatus | SkipJsonSchema[None], Query(description="Only tasks in this status.")
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
         cursor: Annotated[
-            str | None, Query(max_length=512, description="`next_cursor` of the previous page.")
+            Annotated[str, Field(max_length=512, pattern=CURSOR_REGEX)] | SkipJsonSchema[None],
+            Query(description="`next_cursor` of a previous page."),
         ] = None,
     ) -> Response[Any]:
         page = editor().list(status=status.value if status else None, limit=limit, cursor=cursor)
@@ -246,8 +274,9 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     @app.get(
         "/tasks/<id>",
         summary="Read a task",
+        operation_id="getTask",
         responses={
-            200: {"description": "The task.", "content": {"application/json": {"model": TaskOut}}},
+            200: _task("The task."),
             **_errors(404, 422),
         },
     )
@@ -257,8 +286,9 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     @app.patch(
         "/tasks/<id>",
         summary="Change the time, payload or policy of a pending task",
+        operation_id="updateTask",
         responses={
-            200: {"description": "The changed task.", "content": {"application/json": {"model": TaskOut}}},
+            200: _task("The changed task.", links=True),
             **_errors(400, 404, 409, 412, 413, 415, 422),
         },
     )
@@ -272,6 +302,7 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     @app.delete(
         "/tasks/<id>",
         summary="Cancel a pending task",
+        operation_id="cancelTask",
         responses={204: {"description": "Cancelled.", "content": {}}, **_errors(400, 404, 409, 412, 422)},
     )
     def cancel_task(id: TaskId, if_match: IfMatch = None) -> Response[Any]:
@@ -281,6 +312,7 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     @app.get(
         "/health",
         summary="Liveness",
+        operation_id="health",
         responses={200: {"description": "Up.", "content": {"application/json": {"model": Health}}}},
     )
     def health() -> Response[Any]:

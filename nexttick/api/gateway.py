@@ -317,7 +317,7 @@ def serve(
         def log_message(self, format: str, *args: Any) -> None:
             logger.debug("%s - %s", self.address_string(), format % args)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = _dispatch
 
     httpd = ThreadingHTTPServer((host, port), _Handler)
     httpd.daemon_threads = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from itertools import combinations
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -18,10 +19,19 @@ from nexttick.constants import MAX_PAYLOAD_BYTES
 
 TASK_ID_REGEX = r"^[A-Za-z0-9._:-]{1,128}$"
 _MAX_SECONDS = 200 * 366 * 86400
+_TIME_FIELDS = ("due", "delay_seconds", "cron", "every")
+
+# Patterns document (and pre-check) the shapes the editor parses; it still checks the values.
+INSTANT_REGEX = (
+    r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+DURATION_REGEX = r"^(([0-9]{1,9}(\.[0-9]{1,6})?(d|h|ms|m|s))+|[Pp][0-9DTHMSWdthmsw.]{1,40})$"
+IF_MATCH_REGEX = r'^ *(\*|(W/)?"?[0-9]{1,18}"?) *$'
 
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Duration = Annotated[
-    Annotated[str, Field(min_length=1, max_length=64)]
+    Annotated[str, Field(max_length=64, pattern=DURATION_REGEX)]
     | Annotated[float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False)],
     Field(
         description="An interval: `90s`, `1h30m`, `2d`, `250ms`, ISO 8601 `PT1H`, or a number of seconds "
@@ -35,6 +45,7 @@ Instant = Annotated[
         description="RFC 3339 timestamp with a UTC offset (`Z` or `+01:00`); years 1970-2199.",
         examples=["2030-12-01T09:00:00+01:00"],
         max_length=64,
+        pattern=INSTANT_REGEX,
     ),
 ]
 Payload = Annotated[
@@ -84,6 +95,14 @@ class _TimeFields(_Strict):
 class CreateTaskRequest(_TimeFields):
     """A task to schedule: exactly one of `due`, `delay_seconds`, `cron`, `every`."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": [name]} for name in _TIME_FIELDS],
+            "dependentRequired": {"timezone": ["cron"]},
+            "dependentSchemas": {"end": {"anyOf": [{"required": ["cron"]}, {"required": ["every"]}]}},
+        }
+    )
+
     action: Annotated[str, Field(min_length=1, max_length=256)] = Field(
         description="Name of a configured action.", examples=["log"]
     )
@@ -107,6 +126,12 @@ class UpdateTaskRequest(_TimeFields):
     `null` clears `end` and `misfire_grace_seconds`."""
 
     NULLABLE: ClassVar[frozenset[str]] = frozenset({"end", "misfire_grace_seconds"})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "minProperties": 1,
+            "not": {"anyOf": [{"required": list(pair)} for pair in combinations(_TIME_FIELDS, 2)]},
+        }
+    )
 
     payload: Payload | SkipJsonSchema[None] = Field(default=None)
     end: Instant | None = Field(default=None, description="Recurring tasks only: no occurrence after this.")
