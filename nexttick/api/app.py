@@ -17,6 +17,9 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+    OpenAPIRequestValidationMiddleware,
+)
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
@@ -215,9 +218,24 @@ def _field_of(location: tuple[Any, ...]) -> str:
     return str(location[0])
 
 
+class _JsonOnlyValidation(OpenAPIRequestValidationMiddleware):
+    """Powertools' request validation, reading bodies as JSON only (it would also parse forms and
+    multipart, which the API does not offer): any other media type is a 415."""
+
+    def _get_body(self, app: Any) -> dict[str, Any]:
+        media_type = app.current_event.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type and media_type != "application/json" and not media_type.endswith("+json"):
+            raise RequestUnsupportedContentType(
+                "Unsupported content type",
+                errors=[{"type": "unsupported_content_type", "loc": ("body",), "msg": media_type}],
+            )
+        return self._parse_json_data(app)
+
+
 def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     """The API as a Powertools resolver. `editor_factory` is called once, on first use."""
     app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_json_body)
+    app._request_validation_middleware = _JsonOnlyValidation()  # JSON bodies only (see class)
     editor_lock = threading.Lock()
     editors: list[Editor] = []
 
