@@ -229,7 +229,12 @@ class _JsonOnlyValidation(OpenAPIRequestValidationMiddleware):
                 "Unsupported content type",
                 errors=[{"type": "unsupported_content_type", "loc": ("body",), "msg": media_type}],
             )
-        return self._parse_json_data(app)
+        body = self._parse_json_data(app)
+        if body is not None and not isinstance(body, dict):  # Powertools would unwrap a list
+            raise RequestValidationError(
+                [{"type": "model_attributes_type", "loc": ("body",), "msg": "must be a JSON object"}]
+            )
+        return body
 
 
 def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:

@@ -27,7 +27,7 @@ INSTANT_REGEX = (
     r"(\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
 )
 DURATION_REGEX = r"^(([0-9]{1,9}(\.[0-9]{1,6})?(d|h|ms|m|s))+|[Pp][0-9DTHMSWdthmsw.]{1,40})$"
-IF_MATCH_REGEX = r'^ *(\*|(W/)?"?[0-9]{1,18}"?) *$'
+IF_MATCH_REGEX = r'^ *(\*|(W/)?"[0-9]{1,18}"|[0-9]{1,18}) *$'
 
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Duration = Annotated[
