@@ -12,7 +12,7 @@ from enum import StrEnum
 from itertools import combinations
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from nexttick.constants import MAX_PAYLOAD_BYTES
@@ -29,10 +29,14 @@ INSTANT_REGEX = (
 DURATION_REGEX = r"^(([0-9]{1,9}(\.[0-9]{1,6})?(d|h|ms|m|s))+|[Pp][0-9DTHMSWdthmsw.]{1,40})$"
 IF_MATCH_REGEX = r'^ *(\*|(W/)?"[0-9]{1,18}"|[0-9]{1,18}) *$'
 
-Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# Seconds are kept to the microsecond (a 5e-324 would not even fit a DynamoDB number).
+_MICROSECONDS = AfterValidator(lambda v: round(v, 6))
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False), _MICROSECONDS]
 Duration = Annotated[
     Annotated[str, Field(max_length=64, pattern=DURATION_REGEX)]
-    | Annotated[float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False)],
+    | Annotated[
+        float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False), AfterValidator(lambda v: round(v, 6))
+    ],
     Field(
         description="An interval: `90s`, `1h30m`, `2d`, `250ms`, ISO 8601 `PT1H`, or a number of seconds "
         "(at least 1 s).",

@@ -6,6 +6,7 @@ import importlib
 import json
 from typing import Any
 
+import boto3
 import pytest
 
 from tests.support.api import LambdaApi
@@ -225,3 +226,18 @@ def test_handler_builds_its_editor_from_the_environment(
     assert created.status == 201, created.body
     assert read.json()["id"] == created.json()["id"]
     assert module.logger.get_correlation_id() == api.events[-1]["requestContext"]["requestId"]
+
+
+def test_aws_failure_is_503_with_a_generic_message(api: LambdaApi, resources: Any) -> None:
+    # Given the table has gone (an AWS-side failure, not the client's doing)
+    boto3.client("dynamodb", region_name=resources.region).delete_table(TableName=resources.table_name)
+    # When a task is read
+    response = api.get("/tasks/abc")
+    # Then the answer is 503 without internals
+    assert response.status == 503
+    assert response.json() == {
+        "error": "service_unavailable",
+        "message": "service temporarily unavailable; retry",
+        "field": None,
+    }
+    assert "Table" not in response.body and "Traceback" not in response.body
