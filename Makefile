@@ -59,7 +59,7 @@ openapi: $(STAMP) ## regenerate docs/openapi.json from the API code (a test fail
 	$(PY) -m nexttick.api.openapi docs/openapi.json
 
 # schemathesis against the API over HTTP (local API Gateway + moto): >= 1,000 generated requests.
-FUZZ_EXAMPLES ?= 40
+FUZZ_EXAMPLES ?= 120
 FUZZ_MIN_REQUESTS ?= 1000
 FUZZ_SEED ?= random
 fuzz: $(STAMP) ## property-based API fuzzing, every schemathesis check, no 5xx allowed

@@ -62,9 +62,9 @@ DESCRIPTION = """\
 Schedule work for a future time: one-shot (`due`, `delay_seconds`) or recurring (`cron`, `every`).
 
 * Every error is a JSON object `{"error", "message", "field"}`; `message` starts with the offending
-  field. 400 malformed request (bad JSON, bad `If-Match`), 404 unknown task or route, 405 wrong
-  method, 409 conflict, 412 stale `If-Match`, 413 payload over 256 KiB, 415 not JSON, 422 invalid
-  field. Nothing a client sends yields a 5xx.
+  field. 400 malformed body (not JSON, not UTF-8), 404 unknown task or route, 405 wrong method,
+  409 conflict, 412 stale `If-Match`, 413 payload over 256 KiB, 415 not JSON, 422 invalid field
+  (body field, query parameter, path id or `If-Match`). Nothing a client sends yields a 5xx.
 * Every task response carries `ETag: "<version>"`; send `If-Match: <version>` (quoted or not) with
   PATCH / DELETE for a compare-and-set change (412 on mismatch).
 * `GET /tasks` lists the queue - `pending` and `running` tasks in due order, with cursor
@@ -117,7 +117,7 @@ IfMatch = Annotated[
 
 
 class MalformedRequest(Exception):
-    """The request cannot be read (bad JSON, bad header syntax, too large a body): 400 / 413."""
+    """The request body cannot be read (not acceptable JSON, or far too large): 400 / 413."""
 
     def __init__(self, message: str, field: str, code: ErrorCode = ErrorCode.MALFORMED) -> None:
         super().__init__(message)
@@ -135,7 +135,7 @@ def _error_response(code: ErrorCode, message: str, field: str | None) -> Respons
 
 def _errors(*statuses: int) -> Any:
     descriptions = {
-        400: "Malformed request: invalid JSON or header syntax.",
+        400: "Malformed body: not JSON (NaN, Infinity and absurd nesting included) or not UTF-8.",
         404: "Unknown task (or route).",
         409: "Conflict: the task is not pending, or the client id holds a different task.",
         412: "`If-Match` does not match the task's current version.",
@@ -326,7 +326,7 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
         "/tasks/<id>",
         summary="Cancel a pending task",
         operation_id="cancelTask",
-        responses={204: {"description": "Cancelled.", "content": {}}, **_errors(400, 404, 409, 412, 422)},
+        responses={204: {"description": "Cancelled.", "content": {}}, **_errors(404, 409, 412, 422)},
     )
     def cancel_task(id: TaskId, if_match: IfMatch = None) -> Response[Any]:
         editor().cancel(id, expected_version=_expected_version(if_match))
