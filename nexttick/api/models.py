@@ -16,6 +16,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from pydantic.json_schema import SkipJsonSchema
 
 from nexttick.constants import MAX_PAYLOAD_BYTES
+from nexttick.errors import NextTickError
+from nexttick.timeutil import parse_duration
 
 TASK_ID_REGEX = r"^[A-Za-z0-9._:-]{1,128}$"
 _MAX_SECONDS = 200 * 366 * 86400
@@ -32,8 +34,21 @@ IF_MATCH_REGEX = r'^ *(\*|(W/)?"[0-9]{1,18}"|[0-9]{1,18}) *$'
 # Seconds are kept to the microsecond (a 5e-324 would not even fit a DynamoDB number).
 _MICROSECONDS = AfterValidator(lambda v: round(v, 6))
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False), _MICROSECONDS]
+
+
+def _bounded_duration(text: str) -> str:
+    """A duration string no longer than the numeric bound (200 years); the editor parses it again."""
+    try:
+        seconds = parse_duration(text).total_seconds()
+    except (NextTickError, OverflowError):
+        return text  # the editor names the field with a precise message
+    if seconds > _MAX_SECONDS:
+        raise ValueError("must be at most 200 years")
+    return text
+
+
 Duration = Annotated[
-    Annotated[str, Field(max_length=64, pattern=DURATION_REGEX)]
+    Annotated[str, Field(max_length=64, pattern=DURATION_REGEX), AfterValidator(_bounded_duration)]
     | Annotated[
         float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False), AfterValidator(lambda v: round(v, 6))
     ],

@@ -75,6 +75,8 @@ def test_body_that_is_not_utf8_is_400(api: LambdaApi) -> None:
         ({"action": "log", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone"),
         ({"action": "log", "every": "soon"}, "every"),
         ({"action": "log", "every": "0s"}, "every"),
+        ({"action": "log", "every": "999999999d"}, "every"),
+        ({"action": "log", "every": "P99999D"}, "every"),
         ({"action": "log", "due": "2030-01-07T10:00:00Z", "end": "2031-01-01T00:00:00Z"}, "end"),
         ({"action": "log", "payload": {}}, "due"),
     ],
