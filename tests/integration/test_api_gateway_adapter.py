@@ -148,3 +148,14 @@ def test_shutdown_frees_the_port() -> None:
     except requests.ConnectionError:
         return
     raise AssertionError("gateway still answering after shutdown")
+
+
+def test_every_method_reaches_the_handler() -> None:
+    # Given a gateway in front of a recording handler
+    handler = Recorder()
+    with serve(handler) as server:
+        # When clients use methods http.server has no handler for
+        for method in ("TRACE", "QUERY", "OPTIONS"):
+            requests.request(method, f"{server.url}/tasks", timeout=5)
+    # Then each one arrived as an event (API Gateway's ANY method), for the API to answer
+    assert [e["httpMethod"] for e in handler.events] == ["TRACE", "QUERY", "OPTIONS"]
