@@ -32,7 +32,8 @@ def api(editor, monkeypatch: pytest.MonkeyPatch) -> LambdaApi:  # type: ignore[n
 @pytest.fixture(scope="module")
 def shared_api() -> Iterator[LambdaApi]:
     """One moto account for a whole module, for tests that only read or add uniquely named tasks
-    (building the fixture chain per test costs seconds)."""
+    (building the fixture chain per test costs seconds). Do not mix it with the function-scoped
+    chain (`aws`, `editor`, `api`) in one module: moto state would be shared between them."""
     from editor import Editor
     from lambdas.api import handler as module
     from nexttick.api.app import build_app
