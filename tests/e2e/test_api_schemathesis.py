@@ -3,7 +3,8 @@
 `make test` runs a short, seeded pass; `make fuzz` sets NEXTTICK_FUZZ_EXAMPLES /
 NEXTTICK_FUZZ_MIN_REQUESTS for >= 1,000 requests. Every built-in check runs (no 5xx, status codes,
 content types, headers and bodies conform to the document, negative data rejected, undeclared
-methods answered 405 with Allow, stateful create -> read/update/cancel through the links).
+methods answered 405 with Allow, stateful create -> read/update/cancel through the links) except
+`use_after_free`: DELETE cancels, and by contract `GET` afterwards shows the task `cancelled`.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def test_generated_requests_get_no_5xx_and_conforming_responses(
         # When schemathesis generates requests from the served document, all checks enabled
         command = [
             sys.executable, "-m", "schemathesis.cli", "--config-file", str(HERE / "schemathesis.toml"),
-            "run", f"{server.url}/openapi.json", "--checks", "all", "--max-examples", str(EXAMPLES),
+            "run", f"{server.url}/openapi.json", "--checks", "all", "--exclude-checks", "use_after_free",
+            "--max-examples", str(EXAMPLES),
             "--workers", "1", "--report", "json", "--report-json-path", str(report),
             "--request-timeout", "30", "--output-truncate", "true",
         ]  # fmt: skip
