@@ -12,7 +12,6 @@ back over HTTP. Used by the local stack and by tests that talk HTTP on loopback.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import re
 import threading
@@ -328,10 +327,4 @@ def serve(
     return GatewayServer(httpd)
 
 
-def response_json(result: Mapping[str, Any]) -> Any:
-    """Decode a proxy response body as JSON (a convenience for tests and tools)."""
-    body = result.get("body") or ""
-    return json.loads(base64.b64decode(body) if result.get("isBase64Encoded") else body)
-
-
-__all__ = ["GatewayServer", "LambdaContext", "build_event", "response_json", "serve"]
+__all__ = ["GatewayServer", "LambdaContext", "build_event", "serve"]
