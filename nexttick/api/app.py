@@ -272,6 +272,8 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
         "/tasks",
         summary="List queued tasks (pending / running) in due order",
         operation_id="listTasks",
+        description="The queue, earliest due first: `pending` and `running` tasks only (finished tasks "
+        "- succeeded, failed, cancelled, skipped - are read by id). Follow `next_cursor` for more.",
         responses={
             200: {"description": "One page.", "content": {"application/json": {"model": TaskPage}}},
             **_errors(422),
@@ -279,7 +281,8 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     )
     def list_tasks(
         status: Annotated[
-            ListableStatus | SkipJsonSchema[None], Query(description="Only tasks in this status.")
+            ListableStatus | SkipJsonSchema[None],
+            Query(description="Only queued tasks in this status; finished tasks are read by id."),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
         cursor: Annotated[
