@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -71,7 +72,7 @@ def outputs(aws: None, local_template: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.fixture
-def function_env(outputs: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def function_env(outputs: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """The environment CloudFormation gave the worker, applied to this process (as Lambda would)."""
     client = boto3.client("lambda", region_name="us-east-1")
     env: dict[str, str] = client.get_function_configuration(FunctionName=outputs["WorkerFunctionName"])[
