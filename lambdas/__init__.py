@@ -1,0 +1,1 @@
+"""Thin Lambda handlers: parse the event, call the domain, return."""
