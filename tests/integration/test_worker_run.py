@@ -10,7 +10,7 @@ import pytest
 
 from nexttick.config import NextTickSettings
 from nexttick.schedules import Timing
-from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
 
 @pytest.fixture
@@ -19,7 +19,8 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime) -> WorkerEnv:  # type: ignore[no-untyped-def]
+def env(frozen_now, runtime, monkeypatch) -> WorkerEnv:  # type: ignore[no-untyped-def]
+    make_moto_atomic(monkeypatch)
     return make_env(runtime, frozen_now)
 
 

@@ -161,3 +161,21 @@ def make_env(runtime: Any, traveller: time_machine.Coordinates) -> WorkerEnv:
     RECORDER.reset()
     registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
     return WorkerEnv(runtime, Editor(runtime=runtime), clock, registry)
+
+
+_MOTO_LOCK = threading.RLock()
+
+
+def make_moto_atomic(monkeypatch: Any) -> None:
+    """In-process moto checks a write's condition and applies it without a lock, so two threads can
+    both pass the same condition — real DynamoDB applies each conditional write atomically. Serialise
+    moto's request processing to restore that property (moto is CPU-bound: this costs nothing)."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    original = BotocoreStubber.process_request
+
+    def process_request(self: Any, request: Any) -> Any:
+        with _MOTO_LOCK:
+            return original(self, request)
+
+    monkeypatch.setattr(BotocoreStubber, "process_request", process_request)
