@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from nexttick.actions import ActionRegistry, build_registry
-from nexttick.observability import logger, metrics, tracer
+from nexttick.observability import MetricUnit, logger, metrics, tracer
 from nexttick.runtime import Runtime
 from nexttick.worker import Worker, WorkerEvent, classify_event
 
@@ -42,6 +42,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.warning("ignoring an event the worker does not handle", extra={"event_keys": keys})
         return {"outcome": "ignored"}
     runtime, registry = dependencies()
+    metrics.add_metric(name="invocations", unit=MetricUnit.Count, value=1)
     logger.info("worker invoked", extra={"event_kind": kind.value, "reason": event.get("reason")})
     if kind is WorkerEvent.SYNC:
         runtime.rule_sync.sync()

@@ -147,6 +147,30 @@ class TaskStore:
         )
         return item
 
+    def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
+        """Seed many new tasks, each with a fresh queue entry at its `due`, with BatchWriteItem.
+
+        Unconditional writes, no rule synchronisation: for benchmarks and tests that need a large
+        backlog or burst quickly (user writes go through the editor). Sets each record's queue
+        pointer."""
+        with self.models.task.batch_write() as tasks, self.models.queue.batch_write() as queue:
+            for record in records:
+                assert record.due is not None
+                entry = self.new_entry(record.id, record.due, record.due)
+                record.queue_key, record.queue_token = entry.key, entry.token
+                tasks.save(self._task_item(record))
+                queue.save(
+                    self.models.queue(
+                        keys.queue_pk(entry.shard),
+                        entry.key,
+                        task_id=entry.task_id,
+                        token=entry.token,
+                        scheduled_for=entry.scheduled_for,
+                        attempt=entry.attempt,
+                        created_at=created_at,
+                    )
+                )
+
     # ------------------------------------------------------------------ queue entries
     def new_entry(
         self, task_id: str, run_at: datetime, scheduled_for: datetime, attempt: int = 1

@@ -155,7 +155,11 @@ def test_crash_at_each_step_boundary_loses_nothing(env: WorkerEnv, kind: str) ->
             # The next occurrence runs exactly once (an orphan entry from the crash never runs)
             env.travel_to(record.due)
             env.run(remaining_seconds=20)
-            nxt = [c for c in RECORDER.calls[victim.id] if c.envelope["scheduled_for"] != keys[0].split(":", 1)[1]]
+            nxt = [
+                c
+                for c in RECORDER.calls[victim.id]
+                if c.envelope["scheduled_for"] != keys[0].split(":", 1)[1]
+            ]
             assert len(nxt) == 1, step
             live = [e for e in env.entries_of(victim.id) if e.run_at <= env.now() + timedelta(minutes=10)]
             assert [e.token for e in live] == [env.runtime.store.get_task(victim.id).queue_token], step

@@ -126,7 +126,11 @@ def test_retrying_is_visible_on_the_task(env: WorkerEnv) -> None:
     assert record.last_run.outcome == "retrying" and "poison" in record.last_run.error
     assert record.due == due  # the occurrence keeps its scheduled time; the entry holds the retry time
     [entry] = env.entries_of(task.id)
-    assert entry.attempt == 2 and entry.scheduled_for == due and due < entry.run_at <= due + timedelta(seconds=60)
+    assert (
+        entry.attempt == 2
+        and entry.scheduled_for == due
+        and due < entry.run_at <= due + timedelta(seconds=60)
+    )
 
 
 def test_every_advances_from_scheduled_time_without_drift(env: WorkerEnv) -> None:

@@ -179,3 +179,35 @@ def make_moto_atomic(monkeypatch: Any) -> None:
             return original(self, request)
 
     monkeypatch.setattr(BotocoreStubber, "process_request", process_request)
+
+
+class MotoServer:
+    """`moto_server` in its own process on a free loopback port (its memory and CPU are not ours)."""
+
+    def __init__(self) -> None:
+        import socket
+        import subprocess
+        import sys
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("moto_server did not start")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
