@@ -40,6 +40,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if kind is WorkerEvent.UNKNOWN:
         keys = sorted(event) if isinstance(event, dict) else type(event).__name__
         logger.warning("ignoring an event the worker does not handle", extra={"event_keys": keys})
+        metrics.add_metric(name="ignored_events", unit=MetricUnit.Count, value=1)
         return {"outcome": "ignored"}
     runtime, registry = dependencies()
     metrics.add_metric(name="invocations", unit=MetricUnit.Count, value=1)
