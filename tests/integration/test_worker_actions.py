@@ -112,7 +112,7 @@ class _Hook(BaseHTTPRequestHandler):
     delay = 0.0
     location: str | None = None
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).received.append((self.path, dict(self.headers), body))
         time.sleep(type(self).delay)

@@ -127,7 +127,8 @@ def check_memory(runtime: Runtime, small: int, large: int) -> None:
     b = run_burst(runtime, large, "io", trace=True)
     assert a.peak_bytes is not None and b.peak_bytes is not None
     print(
-        f"\npeak traced memory: n={small}: {a.peak_bytes / 1e6:.2f} MB, n={large}: {b.peak_bytes / 1e6:.2f} MB"
+        f"\npeak traced memory: n={small}: {a.peak_bytes / 1e6:.2f} MB, "
+        f"n={large}: {b.peak_bytes / 1e6:.2f} MB"
     )
     # Then the peak does not grow with the burst size (5x more tasks, < 1.5x the peak)
     assert b.peak_bytes < 1.5 * a.peak_bytes

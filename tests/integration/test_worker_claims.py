@@ -43,26 +43,10 @@ def test_two_concurrent_workers_never_run_the_same_occurrence(env: WorkerEnv) ->
         # in random interleavings
         barrier = threading.Barrier(2, timeout=10)
         reports: list[RunReport] = []
-
-        def racing_hook() -> object:
-            state = {"first": True}
-            lock = threading.Lock()
-
-            def hook(step: str, _entry: QueueEntry) -> None:
-                if step != "claim":
-                    return
-                with lock:
-                    first, state["first"] = state["first"], False
-                if first:
-                    barrier.wait()  # both have read the page; nothing is claimed yet
-                time.sleep(rng.random() * 0.002)
-
-            return hook
-
-        def run_one() -> None:
-            reports.append(env.worker(hook=racing_hook(), rng=random.Random(round_)).run())
-
-        threads = [threading.Thread(target=run_one) for _ in range(2)]
+        threads = [
+            threading.Thread(target=_race, args=(env, barrier, rng, random.Random(round_), reports))
+            for _ in range(2)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -74,6 +58,27 @@ def test_two_concurrent_workers_never_run_the_same_occurrence(env: WorkerEnv) ->
         contended += sum(r.results["contended"] for r in reports)
     # And the race really happened (claims were lost to the other worker)
     assert contended > 0
+
+
+def _race(
+    env: WorkerEnv,
+    barrier: threading.Barrier,
+    jitter: random.Random,
+    rng: random.Random,
+    out: list[RunReport],
+) -> None:
+    """One worker whose first claim waits until the other worker has read the same page too."""
+    first = threading.Event()
+
+    def hook(step: str, _entry: QueueEntry) -> None:
+        if step != "claim":
+            return
+        if not first.is_set():
+            first.set()
+            barrier.wait()  # both have read the page; nothing is claimed yet
+        time.sleep(jitter.random() * 0.002)
+
+    out.append(env.worker(hook=hook, rng=rng).run())
 
 
 def test_crashed_claim_runs_again_after_its_lease_with_the_same_key(env: WorkerEnv) -> None:

@@ -46,7 +46,7 @@ def invoke(env: WorkerEnv, event: dict) -> dict:
 
 
 def emulate_eventbridge(env: WorkerEnv, rng: random.Random, *, delay: float = 10.0) -> None:
-    """Fire the armed minute at a random second plus 0–`delay` s (never a past minute); deliver
+    """Fire the armed minute at a random second plus 0 to `delay` s (never a past minute); deliver
     direct wakes at once. Runs until the rule rests at the epoch."""
     handled_wakes = 0
     for _ in range(1000):
