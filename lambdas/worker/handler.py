@@ -21,7 +21,16 @@ def dependencies() -> tuple[Runtime, ActionRegistry]:
     with _lock:
         if _deps is None:
             runtime = Runtime.build()
-            _deps = runtime, build_registry(runtime.settings.action_definitions(), runtime.settings)
+            registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
+            if registry.max_timeout_seconds >= runtime.settings.lease_seconds:
+                logger.warning(
+                    "an action may run longer than the claim lease: raise NEXTTICK_LEASE_SECONDS",
+                    extra={
+                        "max_timeout": registry.max_timeout_seconds,
+                        "lease": runtime.settings.lease_seconds,
+                    },
+                )
+            _deps = runtime, registry
         return _deps
 
 
