@@ -12,7 +12,8 @@ import pytest
 from lambdas.worker import handler as worker_handler
 from nexttick.actions import ActionConfigError
 from nexttick.config import NextTickSettings, get_settings
-from nexttick.observability import logger, metrics
+from nexttick.observability import logger
+from nexttick.observability import metrics as powertools_metrics
 from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv, make_env, make_moto_atomic
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
@@ -75,7 +76,7 @@ def test_scheduled_event_runs_due_work_logs_by_task_and_flushes_metrics(
     b = env.editor.schedule_at("record", due)
     env.travel_to(due + timedelta(seconds=2))
     capsys.readouterr()
-    metrics.clear_metrics()  # other tests in this process ran workers without the handler's flush
+    powertools_metrics.clear_metrics()  # other tests in this process ran workers without the handler's flush
     # When the rule's event arrives
     result = call(env, SCHEDULED)
     out = logs.getvalue()
