@@ -99,7 +99,9 @@ class Worker:
         self.registry = registry
         self.owner = owner
         self.deadline = self.clock.now() + timedelta(milliseconds=remaining_ms)
-        self.margin = registry.max_timeout_seconds + SAFETY_SECONDS
+        # Stop claiming when less than the longest action (plus completion) is left — but never
+        # reserve more than half the invocation, or a short timeout would only re-invoke itself.
+        self.margin = min(registry.max_timeout_seconds + SAFETY_SECONDS, remaining_ms / 2000)
         self.lease = timedelta(seconds=self.settings.lease_seconds)
         self.retention = timedelta(days=self.settings.retention_days)
         self.hook = hook
@@ -140,11 +142,11 @@ class Worker:
         for entry in heapq.merge(*streams, key=lambda e: e.key):
             if entry.leased_at(now):
                 continue  # running elsewhere (or deferred); its lease end is part of the head
-            if self.remaining() < self.margin:
-                break
             while len(in_flight) >= pool_size:
                 done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                 self._collect(done)
+            if self.remaining() < self.margin:
+                break
             in_flight.add(pool.submit(self._process, entry))
             submitted += 1
         self._collect(wait(in_flight).done)

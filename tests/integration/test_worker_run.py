@@ -228,18 +228,18 @@ def test_change_during_a_running_occurrence_never_resurrects_the_old_schedule(
 
 
 def test_remaining_time_watch_hands_off_and_the_rest_is_picked_up(env: WorkerEnv) -> None:
-    # Given 12 tasks due now whose action takes 1 s each, and a worker with 22 s left (margin 15 s)
+    # Given 15 tasks due now whose action takes 1 s each, and a worker with 20 s left (margin 10 s)
     due = env.now() + timedelta(minutes=2)
-    tasks = [env.editor.schedule_at("record", due) for _ in range(12)]
+    tasks = [env.editor.schedule_at("record", due) for _ in range(15)]
     for t in tasks:
         RECORDER.during[t.id] = lambda _e: env.clock.traveller.shift(1)
     env.travel_to(due)
     env.runtime.settings.pool_size = 1
     # When it runs
-    report = env.worker(remaining_seconds=22).run()
+    report = env.worker(remaining_seconds=20).run()
     # Then it stopped claiming in time and re-invoked itself for the rest
     ran = sum(len(RECORDER.calls[t.id]) for t in tasks)
-    assert 0 < ran < 12
+    assert 0 < ran < 15
     assert report.outcome == "reinvoked" and env.runtime.trigger.reasons[-1] == "continue"
     # And the re-invoked worker picks up the rest at once
     env.run()
