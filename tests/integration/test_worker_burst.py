@@ -138,7 +138,7 @@ def check_speed(runtime: Runtime, n: int) -> None:
     assert IO_CALLS.count == n
     instant = run_burst(runtime, n, "record")
     # Then the 50 ms of I/O per task adds at most 1/20 of the sequential I/O time to the run
-    # (25 % allowance for timing noise on a shared machine)
+    # (50 % allowance for timing noise on a shared machine; a sequential pool adds the whole 100 %)
     sequential = n * IO_SECONDS
     added = max(io.seconds - instant.seconds, 1e-3)
     print(
@@ -146,7 +146,7 @@ def check_speed(runtime: Runtime, n: int) -> None:
         f"sequential I/O alone {sequential:.0f}s -> raw speed-up {sequential / io.seconds:.1f}x, "
         f"I/O overlap {sequential / added:.0f}x"
     )
-    assert io.seconds <= 1.25 * instant.seconds + sequential / 20
+    assert io.seconds <= 1.5 * instant.seconds + sequential / 20
 
 
 def check_memory(runtime: Runtime, small: int, large: int) -> None:
