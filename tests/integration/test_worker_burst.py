@@ -28,7 +28,7 @@ from nexttick.constants import EPOCH_EXPRESSION
 from nexttick.runtime import Runtime
 from nexttick.store.records import TaskRecord
 from nexttick.worker import Worker
-from tests.support.worker import ACTIONS, IO_CALLS, MotoServer, make_moto_atomic
+from tests.support.worker import ACTIONS, GAUGE, IO_CALLS, MotoServer, make_moto_atomic
 
 IO_SECONDS = 0.05
 SLOW = os.environ.get("NEXTTICK_SLOW_TESTS") == "1"
@@ -160,6 +160,17 @@ def check_memory(runtime: Runtime, small: int, large: int) -> None:
     )
     # Then the peak does not grow with the burst size (5x more tasks, < 1.5x the peak)
     assert b.peak_bytes < 1.5 * a.peak_bytes
+
+
+def test_pool_runs_actions_concurrently_never_more_than_pool_size(runtime: Runtime) -> None:
+    # Given 40 due tasks whose action takes 300 ms, and a pool of 8
+    runtime.settings.pool_size = 8
+    GAUGE.now = GAUGE.max = GAUGE.done = 0
+    # When one worker runs them
+    burst = run_burst(runtime, 40, "gauge")
+    # Then the pool was filled (8 actions at once) and never exceeded
+    assert GAUGE.done == 40 and GAUGE.max == 8
+    assert burst.seconds < 40 * 0.3 / 2  # far from sequential (12 s)
 
 
 def test_burst_overlaps_io_on_the_bounded_pool(runtime: Runtime) -> None:

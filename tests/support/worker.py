@@ -21,6 +21,7 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "record": {"type": "python", "target": "tests.support.worker:record"},
     "fail": {"type": "python", "target": "tests.support.worker:fail"},
     "io": {"type": "python", "target": "tests.support.worker:io_50ms"},
+    "gauge": {"type": "python", "target": "tests.support.worker:gauge_300ms"},
 }
 
 
@@ -117,6 +118,29 @@ class _Counter:
 
 
 IO_CALLS = _Counter()  # a counter, not a list: the burst test measures memory
+
+
+class Gauge:
+    """How many actions run at the same time (now and at most)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.max = 0
+        self.done = 0
+
+
+GAUGE = Gauge()
+
+
+def gauge_300ms(envelope: dict[str, Any]) -> None:
+    with GAUGE.lock:
+        GAUGE.now += 1
+        GAUGE.max = max(GAUGE.max, GAUGE.now)
+    time.sleep(0.3)
+    with GAUGE.lock:
+        GAUGE.now -= 1
+        GAUGE.done += 1
 
 
 @dataclass
