@@ -1,1 +1,1 @@
-"""Thin Lambda handlers: parse the event, call the domain, return."""
+"""Lambda entry points: thin handlers over the nexttick library."""
