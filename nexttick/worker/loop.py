@@ -45,6 +45,7 @@ CLOCK_SKEW = timedelta(seconds=5)
 MIN_DEFER = timedelta(seconds=2)
 MAX_DEFER = timedelta(seconds=60)
 MIN_WAIT_SECONDS = 0.05
+MIN_HAND_OVER_WAIT_SECONDS = 1.0
 MAX_CAS_ATTEMPTS = 20
 _LOG_KEYS = ("task_id", "scheduled_for", "attempt")
 
@@ -125,6 +126,12 @@ class Worker:
                 assert rearm.head is not None
                 wait_seconds = (rearm.head - self.clock.now()).total_seconds()
                 if self.remaining() - wait_seconds < self.margin:
+                    # Beyond this invocation: spend what it has first, so a short timeout does not
+                    # turn into a rapid chain of invocations, then hand over to a fresh one.
+                    usable = self.remaining() - self.margin
+                    if usable >= MIN_HAND_OVER_WAIT_SECONDS:
+                        self._sleep(usable)
+                        continue
                     return self._reinvoke("next due time is beyond this invocation")
                 self._sleep(max(wait_seconds, MIN_WAIT_SECONDS))
 

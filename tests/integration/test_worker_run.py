@@ -260,3 +260,18 @@ def _follow_rule(env: WorkerEnv, until: datetime) -> None:
         env.travel_to(max(armed + timedelta(seconds=30), env.now()))
         env.run(remaining_seconds=300)
     raise AssertionError("rule never settled")
+
+
+def test_a_head_beyond_the_invocation_is_waited_for_across_few_invocations(env: WorkerEnv) -> None:
+    # Given a task due in 75 s (too close to arm) and workers that live 40 s each
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=75))
+    invocations = 0
+    # When each invocation re-invokes the next one
+    while not RECORDER.calls[task.id]:
+        invocations += 1
+        assert invocations < 10, "re-invocation chain does not wait"
+        report = env.run(remaining_seconds=40)
+        assert report.outcome in ("reinvoked", "armed", "unchanged")
+    # Then each invocation used its time (no rapid chain), and the task ran exactly on time
+    assert invocations == 3
+    assert [c.at for c in RECORDER.calls[task.id]] == [task.due]
