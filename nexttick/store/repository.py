@@ -239,7 +239,7 @@ class TaskStore:
         """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`
         and/or after the sort key `after_key`. Lazily paged: callers read only what they consume."""
         q = self.models.queue
-        condition = None
+        condition: Condition | None = None
         if up_to is not None and after_key is not None:
             condition = q.sk.between(after_key + "\x00", keys.upper_bound_for(up_to))
         elif up_to is not None:
