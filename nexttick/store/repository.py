@@ -7,7 +7,7 @@ consistent: they all hit base-table items, never a GSI (docs/architecture.md).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -169,15 +169,35 @@ class TaskStore:
 
     def put_entry(self, entry: QueueEntry, created_at: datetime) -> None:
         entry.created_at = created_at
-        self.models.queue(
+        self._queue_item(entry).save()
+
+    def _queue_item(self, entry: QueueEntry) -> QueueItem:
+        item: QueueItem = self.models.queue(
             keys.queue_pk(entry.shard),
             entry.key,
             task_id=entry.task_id,
             token=entry.token,
             scheduled_for=entry.scheduled_for,
             attempt=entry.attempt,
-            created_at=created_at,
-        ).save()
+            created_at=entry.created_at,
+        )
+        return item
+
+    def bulk_load(self, records: Iterable[TaskRecord], created_at: datetime) -> int:
+        """Seed pending tasks, each with a new queue entry at its `due`, in batched unconditional
+        writes (tests, benchmarks, restores). Not a runtime path: creates use `put_entry` then
+        `insert_task`. Returns the number of tasks written."""
+        count = 0
+        with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
+            for record in records:
+                assert record.due is not None, "a pending task needs a due time"
+                entry = self.new_entry(record.id, record.due, record.due)
+                entry.created_at = created_at
+                record.queue_key, record.queue_token = entry.key, entry.token
+                entries.save(self._queue_item(entry))
+                tasks.save(self._task_item(record))
+                count += 1
+        return count
 
     def delete_entry(self, shard: int, key: str, token: str) -> bool:
         """Delete an entry only if it is still the one with `token` (never someone else's)."""
