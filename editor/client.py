@@ -369,10 +369,8 @@ class Editor:
     ) -> tuple[ScheduleKind, Recurrence, datetime]:
         chosen = [k for k in ("due", "delay_seconds", "cron", "every") if fields.get(k) is not None]
         if len(chosen) != 1:
-            raise ValidationError(
-                "due: give exactly one of due, delay_seconds, cron, every",
-                field=chosen[1] if chosen[1:] else "due",
-            )
+            name = chosen[1] if chosen[1:] else "due"
+            raise ValidationError(f"{name}: give exactly one of due, delay_seconds, cron, every", field=name)
         kind_field = chosen[0]
         if fields.get("timezone") is not None and kind_field != "cron":
             raise ValidationError("timezone: only applies to a cron schedule", field="timezone")

@@ -14,6 +14,7 @@ from typing import Any
 
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.expressions.condition import Condition
+from pynamodb.models import Model
 
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
@@ -52,10 +53,14 @@ class TaskStore:
             table_name, region=region, endpoint_url=endpoint_url, credentials=credentials
         )
         self.meter = DynamoMeter()
-        # The three models share one table; each has its own connection: meter all of them.
-        for model in (self.models.task, self.models.queue, self.models.rule):
-            self.meter.attach(model._get_connection().connection.client)
+        # The three models share one table (and one connection): meter each distinct client once.
+        clients = {id(c): c for c in (m._get_connection().connection.client for m in self._all_models())}
+        for client in clients.values():
+            self.meter.attach(client)
         self._pool = ThreadPoolExecutor(max_workers=min(16, shards), thread_name_prefix="nexttick-shard")
+
+    def _all_models(self) -> tuple[type[Model], ...]:
+        return (self.models.task, self.models.queue, self.models.rule)
 
     @classmethod
     def from_settings(

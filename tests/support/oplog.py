@@ -48,3 +48,8 @@ class OperationLog:
 
     def ops(self, service: str, operation: str) -> list[dict[str, Any]]:
         return [p for s, o, p in self.calls if (s, o) == (service, operation)]
+
+
+def all_entries(store: Any) -> list[Any]:
+    """Every queue entry in every shard (consistent; small test tables only)."""
+    return [entry for shard in range(store.shards) for entry in store.shard_entries(shard)]
