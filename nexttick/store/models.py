@@ -104,10 +104,7 @@ def bind_models(
     endpoint_url: str | None,
     credentials: tuple[str, str, str | None] | None = None,
 ) -> BoundModels:
-    """Subclasses of the models pointed at one table / region / endpoint, sharing one connection.
-
-    The three item kinds live in one table with one key schema, so one PynamoDB TableConnection
-    (one botocore client) serves all of them: a third of the client set-up on a Lambda cold start."""
+    """Subclasses of the models pointed at one table / region / endpoint (one connection each)."""
 
     def bind(base: type[Model]) -> Any:
         meta_attrs: dict[str, Any] = {
@@ -125,8 +122,4 @@ def bind_models(
         meta = type("Meta", (), meta_attrs)
         return type(f"{base.__name__}_{table_name.replace('-', '_')}", (base,), {"Meta": meta})
 
-    models = BoundModels(task=bind(TaskItem), queue=bind(QueueItem), rule=bind(RuleStateItem))
-    shared = models.task._get_connection()
-    models.queue._connection = shared
-    models.rule._connection = shared
-    return models
+    return BoundModels(task=bind(TaskItem), queue=bind(QueueItem), rule=bind(RuleStateItem))

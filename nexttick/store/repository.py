@@ -7,14 +7,13 @@ consistent: they all hit base-table items, never a GSI (docs/architecture.md).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.expressions.condition import Condition
-from pynamodb.models import Model
 
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
@@ -53,14 +52,13 @@ class TaskStore:
             table_name, region=region, endpoint_url=endpoint_url, credentials=credentials
         )
         self.meter = DynamoMeter()
-        # The three models share one table (and one connection): meter each distinct client once.
-        clients = {id(c): c for c in (m._get_connection().connection.client for m in self._all_models())}
-        for client in clients.values():
-            self.meter.attach(client)
+        # The three models share one table and one connection (one botocore client: a client costs
+        # ~0.25 s to build, which every Lambda cold start would pay three times otherwise).
+        connection = self.models.task._get_connection()
+        self.models.queue._connection = connection
+        self.models.rule._connection = connection
+        self.meter.attach(connection.connection.client)
         self._pool = ThreadPoolExecutor(max_workers=min(16, shards), thread_name_prefix="nexttick-shard")
-
-    def _all_models(self) -> tuple[type[Model], ...]:
-        return (self.models.task, self.models.queue, self.models.rule)
 
     @classmethod
     def from_settings(
@@ -152,6 +150,15 @@ class TaskStore:
         )
         return item
 
+    def bulk_insert(self, pairs: list[tuple[TaskRecord, QueueEntry]], created_at: datetime) -> None:
+        """Write many new tasks and their entries with BatchWriteItem, unconditionally (loading a
+        backlog for benchmarks; never used where an id could already exist)."""
+        with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
+            for record, entry in pairs:
+                entry.created_at = created_at
+                entries.save(self._queue_item(entry))
+                tasks.save(self._task_item(record))
+
     # ------------------------------------------------------------------ queue entries
     def new_entry(
         self, task_id: str, run_at: datetime, scheduled_for: datetime, attempt: int = 1
@@ -187,22 +194,6 @@ class TaskStore:
             created_at=entry.created_at,
         )
         return item
-
-    def bulk_load(self, records: Iterable[TaskRecord], created_at: datetime) -> int:
-        """Seed pending tasks, each with a new queue entry at its `due`, in batched unconditional
-        writes (tests, benchmarks, restores). Not a runtime path: creates use `put_entry` then
-        `insert_task`. Returns the number of tasks written."""
-        count = 0
-        with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
-            for record in records:
-                assert record.due is not None, "a pending task needs a due time"
-                entry = self.new_entry(record.id, record.due, record.due)
-                entry.created_at = created_at
-                record.queue_key, record.queue_token = entry.key, entry.token
-                entries.save(self._queue_item(entry))
-                tasks.save(self._task_item(record))
-                count += 1
-        return count
 
     def delete_entry(self, shard: int, key: str, token: str) -> bool:
         """Delete an entry only if it is still the one with `token` (never someone else's)."""
