@@ -257,7 +257,10 @@ class TaskStore:
         q = self.models.queue
         condition: Condition | None = None
         if up_to is not None and after_key is not None:
-            condition = q.sk.between(after_key + "\x00", keys.upper_bound_for(up_to))
+            lower, upper = after_key + "\x00", keys.upper_bound_for(up_to)
+            if lower > upper:  # DynamoDB rejects a BETWEEN whose bounds are reversed
+                return
+            condition = q.sk.between(lower, upper)
         elif up_to is not None:
             condition = q.sk <= keys.upper_bound_for(up_to)
         elif after_key is not None:
