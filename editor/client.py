@@ -355,6 +355,10 @@ class Editor:
             updated.end = self._check_end(given["end"], ScheduleKind(updated.schedule_kind), updated.due)
         elif updated.end is not None and updated.schedule_kind == ScheduleKind.ONCE.value:
             updated.end = None
+        elif updated.end is not None and new_entry is not None:
+            # a new recurrence must still start before the end it keeps
+            assert updated.due is not None
+            self._check_end(updated.end, ScheduleKind(updated.schedule_kind), updated.due)
         policy = self._check_policy(
             given.get("max_attempts", current.max_attempts),
             given.get("retry_backoff_seconds", current.retry_backoff_seconds),

@@ -205,6 +205,18 @@ def test_a_zone_only_applies_to_cron(editor, runtime, frozen_now) -> None:  # ty
     assert snapshot(runtime)[1] == before
 
 
+def test_a_new_recurrence_must_start_before_the_end_it_keeps(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_every("log", "1h", end="2030-01-07T12:00:00Z")
+    before = snapshot(runtime)[1]
+    with pytest.raises(ValidationError) as caught:
+        editor.reschedule(task.id, every="1d")  # first occurrence 2030-01-08, after the end
+    assert caught.value.field == "end"
+    assert editor.get(task.id) == task
+    assert snapshot(runtime)[1] == before
+    moved = editor.reschedule(task.id, every="2h")  # still before the end: kept
+    assert (moved.end, moved.due) == (datetime(2030, 1, 7, 12, tzinfo=UTC), NOW + timedelta(hours=2))
+
+
 # ---------------------------------------------------------------- update
 
 
