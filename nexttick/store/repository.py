@@ -24,6 +24,8 @@ from nexttick.store.records import LastRun, QueueEntry, RuleState, TaskRecord
 from nexttick.timeutil import from_epoch, to_epoch
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+# Entries per request when looking for a shard's head: usually the first one decides.
+HEAD_PAGE_SIZE = 2
 
 
 def _condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
@@ -277,7 +279,7 @@ class TaskStore:
         """Earliest time any entry of `shard` becomes claimable. Reads the leased entries at the front
         of the shard (in flight: bounded by the worker pool) and then one more."""
         best: datetime | None = None
-        for entry in self.shard_entries(shard, page_size=8):
+        for entry in self.shard_entries(shard, page_size=HEAD_PAGE_SIZE):
             at = entry.effective_at()
             best = at if best is None or at < best else best
             if entry.lease_until is None or entry.lease_until <= entry.run_at:

@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from nexttick.store import QueueEntry, TaskRecord, TaskStore
+from nexttick.store.repository import HEAD_PAGE_SIZE
 from tests.support.oplog import OperationLog
 
 BACKLOG = 10_000
-HEAD_PAGE = 8  # TaskStore.shard_head reads one page of this size per shard
 
 
 def _pending(store: TaskStore, task_id: str, due: datetime, now: datetime) -> tuple[TaskRecord, QueueEntry]:
@@ -49,7 +49,7 @@ def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # typ
     """One backlog, loaded once (moto's Query cost grows with the table, ours must not)."""
     store: TaskStore = runtime.store
     shards = store.shards
-    head_bound = shards * HEAD_PAGE  # the "small constant": independent of the backlog
+    head_bound = shards * HEAD_PAGE_SIZE  # the "small constant": independent of the backlog
     now = runtime.clock.now()
     # Given 10,000 pending tasks due between 1 hour and 30 days from now (batched writes)
     rng = random.Random(10_000)
