@@ -154,9 +154,9 @@ def _api_event(method: str, path: str, body: dict[str, Any] | None = None) -> di
 def test_one_task_runs_end_to_end_through_the_handlers_on_the_created_stack(
     function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    api_handler = pytest.importorskip("lambdas.api.handler")
-    worker_handler = pytest.importorskip("lambdas.worker.handler")
     from editor import Editor
+    from lambdas.api import handler as api_handler
+    from lambdas.worker import handler as worker_handler
     from nexttick.api.app import build_app
 
     # Given the handlers configured by the stack's environment (fresh per test, as a new container)
@@ -189,7 +189,8 @@ def test_one_task_runs_end_to_end_through_the_handlers_on_the_created_stack(
 
 def _sync_after_deploy(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the post-deploy custom resource does: invoke the worker with the sync event."""
-    worker_handler = pytest.importorskip("lambdas.worker.handler")
+    from lambdas.worker import handler as worker_handler
+
     monkeypatch.setattr(worker_handler, "_deps", None)
     worker_handler.handler(
         {"source": constants.WORKER_EVENT_SOURCE, "action": constants.WORKER_EVENT_SYNC, "deploy": "2"},

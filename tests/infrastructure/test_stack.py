@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from aws_cdk.assertions import Match, Template
 
 from infra import names
@@ -348,8 +347,6 @@ def test_dashboard_and_alarm_metric_names_are_the_ones_the_worker_emits() -> Non
 
     root = Path(__file__).resolve().parents[2]
     sources = list((root / "nexttick" / "worker").glob("*.py"))
-    if not sources:
-        pytest.skip("the worker package is not on this branch yet")
     emitted = {m for path in sources for m in re.findall(r'add_metric\(\s*name="(\w+)"', path.read_text())}
     # Then every scheduler metric the dashboard/alarms read is emitted by the worker
     wanted = {
