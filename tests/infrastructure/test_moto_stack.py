@@ -18,6 +18,8 @@ import pytest
 
 from nexttick import constants
 from nexttick.aws import parse_rule_minute
+from nexttick.config import NextTickSettings
+from nexttick.runtime import timing_from
 from tests.infrastructure.conftest import CONFIG, only
 
 STACK = "NextTick"
@@ -213,7 +215,7 @@ def test_a_redeploy_that_resets_the_rule_is_repaired_by_the_post_deploy_sync(
     # Given a task pending in an hour: the rule is armed for it (a minute early in `second` mode)
     due = _schedule_in_an_hour()
     armed = _rule_minute(rule_name)
-    assert isinstance(armed, datetime) and due - timedelta(minutes=2) <= armed <= due
+    assert armed == timing_from(NextTickSettings()).fire_minute(due)
     # When a deploy changes the rule resource, CloudFormation re-applies the epoch expression
     changed = json.loads(json.dumps(local_template))
     _, rule = only(changed, "AWS::Events::Rule")
