@@ -15,7 +15,7 @@ from nexttick.store import TaskStore
 from nexttick.store.records import TaskRecord
 from tests.support.aws import create_resources
 
-ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "function": "bench.actions:io_50ms"}}
+ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "target": "bench.actions:io_50ms"}}
 
 
 @contextlib.contextmanager
