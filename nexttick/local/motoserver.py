@@ -24,17 +24,33 @@ RULE_CHANGING_TARGETS = frozenset(
 )
 
 
+# The header of the requests still served once the server is frozen (the shutdown snapshot).
+FROZEN_PASS_HEADER = "X-Nexttick-Snapshot"
+_FROZEN_PASS_ENVIRON = "HTTP_" + FROZEN_PASS_HEADER.upper().replace("-", "_")
+
+
 class RuleChangeNotifier:
-    """WSGI middleware: after a rule-changing events call has been applied, call every listener."""
+    """WSGI middleware: after a rule-changing events call has been applied, call every listener.
+
+    It can also freeze the emulated AWS: from then on only requests carrying FROZEN_PASS_HEADER are
+    served and every other caller waits for good, so a snapshot sees one consistent state while
+    abandoned worker invocations can no longer change it."""
 
     def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
         self.app = app
         self._listeners: list[Callable[[], None]] = []
+        self._open = threading.Event()
+        self._open.set()
 
     def subscribe(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
 
+    def freeze(self) -> None:
+        self._open.clear()
+
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if _FROZEN_PASS_ENVIRON not in environ:
+            self._open.wait()
         body = self.app(environ, start_response)  # moto has applied the change when this returns
         if environ.get("HTTP_X_AMZ_TARGET") in RULE_CHANGING_TARGETS:
             for listener in self._listeners:

@@ -20,7 +20,7 @@ from nexttick.config import get_settings
 from nexttick.local import endpoints, resources, state
 from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
 from nexttick.local.lambdas import InvokeEndpoint, LocalFunction
-from nexttick.local.motoserver import MotoServer
+from nexttick.local.motoserver import FROZEN_PASS_HEADER, MotoServer
 from nexttick.local.options import DEFAULT_WORKER_TIMEOUT_SECONDS, LocalOptions, handler_environment
 
 logger = logging.getLogger("nexttick.local")
@@ -33,6 +33,10 @@ _FAKE_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
 }
+
+
+def _mark_snapshot_request(request: Any, **_: Any) -> None:
+    request.headers[FROZEN_PASS_HEADER] = "1"
 
 
 def _load(target: str) -> Any:
@@ -86,6 +90,8 @@ class LocalStack:
             s: session.client(s, endpoint_url=self.moto.url)
             for s in ("dynamodb", "events", "cloudformation", "lambda")
         }
+        for client in clients.values():  # the stack's own calls pass a frozen server (snapshot)
+            client.meta.events.register("before-sign", _mark_snapshot_request)
         self.names = names = self._create_resources(clients)
         self.endpoint = InvokeEndpoint([], port=opts.lambda_port)
         os.environ.update(
@@ -189,7 +195,8 @@ class LocalStack:
             logger.warning(
                 "worker invocations still running at shutdown are abandoned (as at a Lambda timeout)"
             )
-        if self._clients is not None and self.names is not None:
+        if self._clients is not None and self.names is not None and self.moto is not None:
+            self.moto.notifier.freeze()  # abandoned invocations can no longer change the state
             snap = state.snapshot(
                 self._clients["dynamodb"], self._clients["events"], self.names.table, self.names.rule
             )

@@ -3,6 +3,8 @@ through `.nexttick/local.json` as a user's shell would find it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -44,9 +46,6 @@ def run(state_dir: Path, *argv: str) -> tuple[int, str, str]:
     with mock.patch.dict(os.environ, {"NEXTTICK_STATE_DIR": str(state_dir)}):
         for name in [n for n in os.environ if n.startswith("NEXTTICK_") and n != "NEXTTICK_STATE_DIR"]:
             del os.environ[name]
-        import contextlib
-        import io
-
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main(list(argv))
