@@ -12,7 +12,7 @@ from typing import Any
 DEFAULT_API_PORT = 8000
 DEFAULT_STATE_DIR = ".nexttick"
 DEFAULT_WORKER_TIMEOUT_SECONDS = 300
-DEFAULT_CONCURRENCY = 8
+DEFAULT_CONCURRENCY = 10
 # What the local stack offers out of the box (brief §7): a `log` action; webhooks only to loopback.
 DEFAULT_ACTIONS_CONFIG: dict[str, dict[str, Any]] = {"log": {"type": "log"}}
 DEFAULT_WEBHOOK_ALLOWLIST = "http://127.0.0.1,http://localhost"
@@ -55,7 +55,7 @@ class LocalOptions:
     jitter: bool = True  # NEXTTICK_EMULATOR_JITTER=0: fire at second 0, no delivery delay
     max_delivery_delay: float = 5.0  # NEXTTICK_EMULATOR_MAX_DELAY (uniform 0..max when jitter is on)
     worker_timeout: int | None = None  # NEXTTICK_WORKER_TIMEOUT; default: the deployed function's
-    concurrency: int = DEFAULT_CONCURRENCY  # NEXTTICK_LOCAL_CONCURRENCY: parallel worker invocations
+    concurrency: int | None = None  # NEXTTICK_LOCAL_CONCURRENCY; default: the worker's reserved concurrency
     region: str = "us-east-1"  # AWS_REGION
 
     @classmethod
@@ -71,13 +71,13 @@ class LocalOptions:
             jitter=env.get("NEXTTICK_EMULATOR_JITTER", "1").strip().lower() not in ("0", "false", "no"),
             max_delivery_delay=_float(env, "NEXTTICK_EMULATOR_MAX_DELAY", 5.0),
             worker_timeout=_int(env, "NEXTTICK_WORKER_TIMEOUT", 0) or None,
-            concurrency=_int(env, "NEXTTICK_LOCAL_CONCURRENCY", DEFAULT_CONCURRENCY),
+            concurrency=_int(env, "NEXTTICK_LOCAL_CONCURRENCY", 0) or None,
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
         )
         for name, value in flags.items():
             if value is not None:
                 setattr(options, name, Path(value) if name == "state_dir" else value)
-        if options.max_delivery_delay < 0 or options.concurrency < 1:
+        if options.max_delivery_delay < 0 or (options.concurrency is not None and options.concurrency < 1):
             raise SystemExit("error: delivery delay must be >= 0 and concurrency >= 1")
         return options
 
@@ -88,25 +88,33 @@ def handler_environment(
     moto_url: str,
     lambda_url: str,
     names: Mapping[str, str],
+    function_env: Mapping[str, str],
     environ: Mapping[str, str],
 ) -> dict[str, str]:
     """The environment the in-process handlers (and the CLI, via local.json) run with.
 
-    Fake credentials and the moto endpoint are forced: nothing may reach real AWS. Actions default to
-    `log` (NEXTTICK_ACTIONS_CONFIG) and NEXTTICK_ACTIONS (left as it is) adds to / overrides them."""
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_REGION": options.region,
-        "AWS_DEFAULT_REGION": options.region,
-        "NEXTTICK_ENDPOINT_URL": moto_url,
-        "NEXTTICK_LAMBDA_ENDPOINT_URL": lambda_url,
-        "NEXTTICK_TABLE": names["table"],
-        "NEXTTICK_RULE": names["rule"],
-        "NEXTTICK_WORKER_FUNCTION": names["worker_function"],
-        "NEXTTICK_ACTIONS_CONFIG": environ.get("NEXTTICK_ACTIONS_CONFIG")
-        or json.dumps(DEFAULT_ACTIONS_CONFIG),
-        "NEXTTICK_WEBHOOK_ALLOWLIST": environ.get("NEXTTICK_WEBHOOK_ALLOWLIST") or DEFAULT_WEBHOOK_ALLOWLIST,
-    }
+    Layers: the worker's environment as the CDK app configures it, then the user's `NEXTTICK_*`
+    variables (NEXTTICK_ACTIONS adds to / overrides the actions), then what the local stack forces:
+    fake credentials and the emulator's endpoints and names, so nothing may reach real AWS. Actions
+    default to `log`; webhooks default to loopback only."""
+    env = dict(function_env)
+    env.update({k: v for k, v in environ.items() if k.startswith("NEXTTICK_")})
+    if not env.get("NEXTTICK_ACTIONS_CONFIG"):
+        env["NEXTTICK_ACTIONS_CONFIG"] = json.dumps(DEFAULT_ACTIONS_CONFIG)
+    if not env.get("NEXTTICK_WEBHOOK_ALLOWLIST"):
+        env["NEXTTICK_WEBHOOK_ALLOWLIST"] = DEFAULT_WEBHOOK_ALLOWLIST
+    env.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_REGION": options.region,
+            "AWS_DEFAULT_REGION": options.region,
+            "NEXTTICK_ENDPOINT_URL": moto_url,
+            "NEXTTICK_LAMBDA_ENDPOINT_URL": lambda_url,
+            "NEXTTICK_TABLE": names["table"],
+            "NEXTTICK_RULE": names["rule"],
+            "NEXTTICK_WORKER_FUNCTION": names["worker_function"],
+        }
+    )
     return env

@@ -10,7 +10,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +19,31 @@ logger = logging.getLogger("nexttick.local")
 STACK_NAME = "nexttick-local"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the synthesized template depends on (besides the pinned CDK version).
-_TEMPLATE_INPUTS = ("infra", "app.py", "cdk.json", "nexttick/constants.py", "nexttick/config.py")
+_TEMPLATE_INPUTS = (
+    "infra",
+    "app.py",
+    "cdk.json",
+    "nexttick.config.json",
+    "requirements-dev.txt",
+    "nexttick/constants.py",
+    "nexttick/config.py",
+)
+# Stack outputs naming the resources (infra/stack.py); resource types are the fallback.
+OUTPUT_TABLE, OUTPUT_RULE, OUTPUT_WORKER = "TableName", "RuleName", "WorkerFunctionName"
 
 
 @dataclass(frozen=True)
 class StackNames:
+    """What the local stack needs to know about the deployed resources."""
+
     table: str
     rule: str
     worker_function: str
-    worker_timeout: int | None
     source: str  # how the resources were created (printed at start)
+    worker_timeout: int | None = None
+    worker_environment: dict[str, str] = field(default_factory=dict)  # as the CDK app configures it
+    reserved_concurrency: int | None = None
+    async_retries: int | None = None  # MaximumRetryAttempts of asynchronous invocations
 
 
 def template_key(root: Path = _REPO_ROOT) -> str:
@@ -98,49 +113,44 @@ def _pick(candidates: list[str], preferred: str, hint: str) -> str:
     if preferred in candidates:
         return preferred
     hinted = [c for c in candidates if hint in c.lower()]
-    if len(hinted) == 1 or (len(candidates) != 1 and hinted):
+    if hinted:
         return hinted[0]
     if len(candidates) == 1:
         return candidates[0]
     raise RuntimeError(f"cannot tell which of {candidates} is the {hint} resource")
 
 
-def names_from_stack(by_type: dict[str, list[str]], lambda_client: Any, defaults: StackNames) -> StackNames:
-    """The table, rule and worker the template created (its names may be CDK-generated)."""
+def names_from_stack(
+    cloudformation: Any, lambda_client: Any, outputs: dict[str, str], defaults: StackNames
+) -> StackNames:
+    """The table, rule and worker the template created (its outputs name them), and how the worker
+    is configured: environment, timeout, reserved concurrency, async retries."""
+    by_type = stack_resources(cloudformation)
+    worker = outputs.get(OUTPUT_WORKER) or _pick(
+        by_type.get("AWS::Lambda::Function", []), defaults.worker_function, "worker"
+    )
+    config = lambda_client.get_function_configuration(FunctionName=worker)
+    try:
+        reserved = lambda_client.get_function_concurrency(FunctionName=worker).get(
+            "ReservedConcurrentExecutions"
+        )
+    except lambda_client.exceptions.ClientError:
+        reserved = None
+    try:
+        retries = lambda_client.get_function_event_invoke_config(FunctionName=worker).get(
+            "MaximumRetryAttempts"
+        )
+    except lambda_client.exceptions.ClientError:
+        retries = None
     rules = [r.split("/")[-1].split("|")[0] for r in by_type.get("AWS::Events::Rule", [])]
-    worker = _pick(by_type.get("AWS::Lambda::Function", []), defaults.worker_function, "worker")
-    timeout = lambda_client.get_function_configuration(FunctionName=worker).get("Timeout")
     return StackNames(
-        table=_pick(by_type.get("AWS::DynamoDB::Table", []), defaults.table, "task"),
-        rule=_pick(rules, defaults.rule, "next"),
+        table=outputs.get(OUTPUT_TABLE)
+        or _pick(by_type.get("AWS::DynamoDB::Table", []), defaults.table, "task"),
+        rule=outputs.get(OUTPUT_RULE) or _pick(rules, defaults.rule, "next"),
         worker_function=worker,
-        worker_timeout=int(timeout) if timeout else None,
-        source="CDK template deployed into moto CloudFormation",
-    )
-
-
-def create_without_template(dynamodb: Any, events: Any, defaults: StackNames) -> StackNames:
-    """Fallback while the CDK app cannot synthesize a template here: the table (keys, TTL) and the
-    rule at the epoch, as the CDK constructs define them. The worker runs in-process either way."""
-    from nexttick.constants import EPOCH_EXPRESSION, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
-
-    dynamodb.create_table(
-        TableName=defaults.table,
-        KeySchema=[
-            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": SORT_KEY, "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb.update_time_to_live(
-        TableName=defaults.table,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
-    )
-    events.put_rule(Name=defaults.rule, ScheduleExpression=EPOCH_EXPRESSION, State="ENABLED")
-    return StackNames(
-        defaults.table, defaults.rule, defaults.worker_function, None, "created with boto3 (no CDK template)"
+        source="the CDK app's template, deployed into moto's CloudFormation",
+        worker_timeout=int(config["Timeout"]) if config.get("Timeout") else None,
+        worker_environment=dict(config.get("Environment", {}).get("Variables", {})),
+        reserved_concurrency=int(reserved) if reserved else None,
+        async_retries=int(retries) if retries is not None else None,
     )

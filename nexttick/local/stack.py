@@ -19,9 +19,14 @@ from nexttick import constants
 from nexttick.config import get_settings
 from nexttick.local import endpoints, resources, state
 from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
-from nexttick.local.lambdas import InvokeEndpoint, LocalFunction
+from nexttick.local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction
 from nexttick.local.motoserver import FROZEN_PASS_HEADER, MotoServer
-from nexttick.local.options import DEFAULT_WORKER_TIMEOUT_SECONDS, LocalOptions, handler_environment
+from nexttick.local.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_WORKER_TIMEOUT_SECONDS,
+    LocalOptions,
+    handler_environment,
+)
 
 logger = logging.getLogger("nexttick.local")
 
@@ -100,6 +105,7 @@ class LocalStack:
                 moto_url=self.moto.url,
                 lambda_url=self.endpoint.url,
                 names={"table": names.table, "rule": names.rule, "worker_function": names.worker_function},
+                function_env=names.worker_environment,
                 environ=os.environ,
             )
         )
@@ -116,7 +122,10 @@ class LocalStack:
             _load(WORKER_HANDLER),
             timeout_seconds=timeout,
             region=opts.region,
-            concurrency=opts.concurrency,
+            concurrency=opts.concurrency or names.reserved_concurrency or DEFAULT_CONCURRENCY,
+            retry_delays=ASYNC_RETRY_DELAYS[: names.async_retries]
+            if names.async_retries is not None
+            else ASYNC_RETRY_DELAYS,
         )
         self.endpoint.functions[self.worker.name] = self.worker
         self.endpoint.start()
@@ -128,9 +137,17 @@ class LocalStack:
         )
         self.moto.notifier.subscribe(self.emulator.notify)
         self.emulator.start()
+        from nexttick.api.app import RESOURCES
         from nexttick.api.gateway import serve
 
-        self.api = serve(_load(API_HANDLER), "127.0.0.1", opts.api_port)
+        self.api = serve(
+            _load(API_HANDLER),
+            "127.0.0.1",
+            opts.api_port,
+            function_name=constants.DEFAULT_API_FUNCTION_NAME,
+            resources=RESOURCES,
+            region=opts.region,
+        )
         # Whatever came due while stopped runs now (subject to its misfire policy); the rule is
         # re-derived from the table.
         self.worker.invoke_async(
@@ -140,23 +157,23 @@ class LocalStack:
         return self
 
     def _create_resources(self, clients: dict[str, Any]) -> resources.StackNames:
+        """Deploy the CDK app's template (cached by a hash of its sources) into moto."""
         defaults = resources.StackNames(
             table=os.environ.get("NEXTTICK_TABLE") or constants.DEFAULT_TABLE_NAME,
             rule=os.environ.get("NEXTTICK_RULE") or constants.DEFAULT_RULE_NAME,
             worker_function=os.environ.get("NEXTTICK_WORKER_FUNCTION")
             or constants.DEFAULT_WORKER_FUNCTION_NAME,
-            worker_timeout=None,
             source="",
         )
         cache_dir = Path(os.environ.get("NEXTTICK_CACHE_DIR") or self.options.state_dir / "cache")
         template = resources.cached_template(cache_dir, synth_local_template, resources.template_key())
         if template is None:
-            logger.warning("no CDK template available (infra.synth_template); creating resources with boto3")
-            return resources.create_without_template(clients["dynamodb"], clients["events"], defaults)
-        resources.deploy_template(clients["cloudformation"], template)
-        return resources.names_from_stack(
-            resources.stack_resources(clients["cloudformation"]), clients["lambda"], defaults
-        )
+            raise SystemExit(
+                "error: the local stack deploys the CDK app's template (infra.synth_template); "
+                "run it from a clone of the repository (`make run`)"
+            )
+        outputs = resources.deploy_template(clients["cloudformation"], template)
+        return resources.names_from_stack(clients["cloudformation"], clients["lambda"], outputs, defaults)
 
     def _endpoint_info(self) -> dict[str, Any]:
         assert self.moto and self.endpoint and self.names

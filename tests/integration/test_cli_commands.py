@@ -15,11 +15,9 @@ from unittest import mock
 import pytest
 
 from nexttick import cli
-from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME, DEFAULT_WORKER_FUNCTION_NAME
-from nexttick.local import endpoints, resources
-from tests.support.local import Recorder, client, local_worker, moto_server
-
-NAMES = resources.StackNames(DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, DEFAULT_WORKER_FUNCTION_NAME, None, "")
+from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
+from nexttick.local import endpoints
+from tests.support.local import Recorder, client, create_table_and_rule, local_worker, moto_server
 
 
 @pytest.fixture
@@ -27,7 +25,7 @@ def local(aws_credentials: None, tmp_path: Path) -> Iterator[tuple[Path, Recorde
     """A local stack's AWS side, recorded in <tmp>/local.json like `nexttick local` does."""
     with moto_server() as server, local_worker() as (endpoint, _, recorder):
         events = client("events", server)
-        resources.create_without_template(client("dynamodb", server), events, NAMES)
+        create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
         env = {
             "NEXTTICK_ENDPOINT_URL": server.url,
             "NEXTTICK_LAMBDA_ENDPOINT_URL": endpoint.url,

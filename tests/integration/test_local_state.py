@@ -12,18 +12,16 @@ import requests
 
 from editor import Editor
 from nexttick.config import NextTickSettings
-from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME, DEFAULT_WORKER_FUNCTION_NAME
-from nexttick.local import resources, state
+from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
+from nexttick.local import state
 from nexttick.local.motoserver import MotoServer
-from tests.support.local import client, local_worker, moto_server
-
-NAMES = resources.StackNames(DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, DEFAULT_WORKER_FUNCTION_NAME, None, "")
+from tests.support.local import client, create_table_and_rule, local_worker, moto_server
 
 
 @pytest.fixture
 def stack(aws_credentials: None) -> Iterator[tuple[MotoServer, Editor]]:
     with moto_server() as server, local_worker() as (endpoint, _, _):
-        resources.create_without_template(client("dynamodb", server), client("events", server), NAMES)
+        create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
         settings = NextTickSettings(
             endpoint_url=server.url,
             lambda_endpoint_url=endpoint.url,
@@ -53,7 +51,7 @@ def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
     path = tmp_path / "state.json"
     state.save(path, state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME))
     requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
-    resources.create_without_template(dynamodb, events, NAMES)
+    create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
     saved = state.load(path)
     assert saved is not None
     restored = state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, saved, now=0)
@@ -78,7 +76,7 @@ def test_items_past_their_ttl_are_not_restored(stack: tuple[MotoServer, Editor],
     dynamodb, events = clients(server)
     snap = state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
     requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
-    resources.create_without_template(dynamodb, events, NAMES)
+    create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
     # When restored long after the retention period
     state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, snap, now=4_000_000_000)
     # Then the expired task is gone (as DynamoDB TTL would have deleted it) and the pending one is there

@@ -83,3 +83,23 @@ def local_worker(
     finally:
         endpoint.stop()
         function.stop(grace=1)
+
+
+def create_table_and_rule(server: MotoServer, table: str, rule: str) -> None:
+    """The table (keys, TTL) and the rule at the epoch, quickly (the stack itself deploys the CDK
+    template; integration tests of its parts do not need the whole template)."""
+    from nexttick.constants import EPOCH_EXPRESSION, PARTITION_KEY, SORT_KEY
+
+    client("dynamodb", server).create_table(
+        TableName=table,
+        KeySchema=[
+            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": SORT_KEY, "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client("events", server).put_rule(Name=rule, ScheduleExpression=EPOCH_EXPRESSION, State="ENABLED")
