@@ -328,7 +328,7 @@ def cmd_local(args: argparse.Namespace, out: Output) -> int:
     options = LocalOptions.from_env(
         api_port=args.port,
         moto_port=args.moto_port,
-        state_dir=args.state_dir,
+        state_dir=getattr(args, "state_dir", None),
         restore=False if args.fresh else None,
         jitter=False if args.no_jitter else None,
         max_delivery_delay=args.max_delivery_delay,

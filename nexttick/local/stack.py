@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -250,6 +251,14 @@ Stop with Ctrl-C.
 def run(options: LocalOptions) -> int:
     """Start the stack, print where it is, run until Ctrl-C / SIGTERM, then stop cleanly."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # moto names every template resource type it does not emulate (alarms, ...); the stack is fine.
+    # Connection-pool warnings come from many threads sharing one client, harmless here.
+    for noisy in ("botocore", "pynamodb"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for noisy in ("moto", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
+    warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
 from nexttick.local import state
 from nexttick.local.motoserver import MotoServer
+from nexttick.local.stack import _mark_snapshot_request
 from tests.support.local import client, create_table_and_rule, local_worker, moto_server
 
 
@@ -102,3 +104,23 @@ def test_an_unknown_state_format_is_refused(tmp_path: Path) -> None:
     path.write_text('{"format": 99}')
     with pytest.raises(SystemExit, match="unknown format"):
         state.load(path)
+
+
+def test_a_frozen_server_serves_only_the_snapshot(aws_credentials: None) -> None:
+    # Given a moto server the stack has frozen for its shutdown snapshot
+    with moto_server() as server:
+        create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+        server.notifier.freeze()
+        marked = client("dynamodb", server)
+        marked.meta.events.register("before-sign", _mark_snapshot_request)
+        # When an ordinary client (an abandoned worker) and the snapshot call it
+        blocked = threading.Event()
+
+        def ordinary() -> None:
+            client("dynamodb", server).list_tables()
+            blocked.set()
+
+        threading.Thread(target=ordinary, daemon=True).start()
+        # Then the snapshot is served and the ordinary client waits
+        assert state.scan_items(marked, DEFAULT_TABLE_NAME) == []
+        assert not blocked.wait(0.5)
