@@ -30,7 +30,8 @@ _FROZEN_PASS_ENVIRON = "HTTP_" + FROZEN_PASS_HEADER.upper().replace("-", "_")
 
 
 class RuleChangeNotifier:
-    """WSGI middleware: after a rule-changing events call has been applied, call every listener.
+    """WSGI middleware: after a rule-changing events call has been applied, call every listener;
+    requests are applied one at a time (atomic conditional writes).
 
     It can also freeze the emulated AWS: from then on only requests carrying FROZEN_PASS_HEADER are
     served and every other caller waits for good, so a snapshot sees one consistent state while
@@ -41,6 +42,10 @@ class RuleChangeNotifier:
         self._listeners: list[Callable[[], None]] = []
         self._open = threading.Event()
         self._open.set()
+        # moto checks a conditional write's condition and applies it without a lock: two concurrent
+        # requests could both pass one condition. DynamoDB applies each write atomically; serialising
+        # the (CPU-bound, GIL-holding) request processing restores that at no real cost.
+        self._serial = threading.Lock()
 
     def subscribe(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
@@ -51,7 +56,8 @@ class RuleChangeNotifier:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if _FROZEN_PASS_ENVIRON not in environ:
             self._open.wait()
-        body = self.app(environ, start_response)  # moto has applied the change when this returns
+        with self._serial:
+            body = list(self.app(environ, start_response))  # moto has applied the change when this returns
         if environ.get("HTTP_X_AMZ_TARGET") in RULE_CHANGING_TARGETS:
             for listener in self._listeners:
                 listener()
