@@ -47,7 +47,7 @@ def session_credentials(session: boto3.Session | None) -> tuple[str, str, str | 
     return frozen.access_key, frozen.secret_key, frozen.token
 
 
-def parse_rule_minute(expression: str) -> datetime | None | str:
+def parse_rule_minute(expression: str) -> datetime | str | None:
     """The minute a year-pinned cron fires at, None for the epoch, or the raw text if foreign."""
     match = _PINNED_CRON.match(expression.strip())
     if not match:
@@ -74,7 +74,7 @@ class EventBridgeRule:
             Description=f"{RULE_DESCRIPTION_PREFIX} {when} (managed by nexttick; do not edit)",
         )
 
-    def current(self) -> datetime | None | str:
+    def current(self) -> datetime | str | None:
         described = self.client.describe_rule(Name=self.name)
         return parse_rule_minute(described.get("ScheduleExpression", ""))
 

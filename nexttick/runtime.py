@@ -41,6 +41,7 @@ class Runtime:
         clock: Clock = SYSTEM_CLOCK,
     ) -> Runtime:
         settings = settings or get_settings()
+        session = session or boto3.session.Session()  # one session: its loaders are shared by clients
         store = TaskStore.from_settings(settings, credentials=session_credentials(session))
         rule = EventBridgeRule(make_client("events", settings, session), settings.rule_name)
         trigger = LambdaWorkerTrigger(make_client("lambda", settings, session), settings.worker_function)

@@ -1,43 +1,110 @@
-"""Counts DynamoDB operations and items read, by hooking the botocore client (tests and bench)."""
+"""Counts DynamoDB operations, items read and capacity units, by hooking the botocore client.
+
+Units are computed with DynamoDB's sizing rules from the items actually read and written (a read
+unit per 4 KB per strongly consistent read, half for eventually consistent; a write unit per
+1 KB written), because emulators do not size them. Used by tests and `make bench`.
+"""
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from typing import Any
 
+_WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+
+
+def attribute_size(value: dict[str, Any]) -> int:
+    """Bytes DynamoDB counts for one typed attribute value (wire format, e.g. {"S": "x"})."""
+    (kind, inner), *_ = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "N":
+        digits = inner.lstrip("-").replace(".", "").lstrip("0")
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(inner) if isinstance(inner, bytes) else len(inner.encode())
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + attribute_size(v) for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(1 + attribute_size(v) for v in inner)
+    return sum(len(str(v).encode()) for v in inner)  # sets
+
+
+def item_size(item: dict[str, Any]) -> int:
+    return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
+
 
 class DynamoMeter:
-    """Thread-safe tally of calls per operation and of items each read returned or examined."""
+    """Thread-safe tally of calls, items read and capacity units per operation."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._local = threading.local()
         self.calls: Counter[str] = Counter()
         self.items_read: Counter[str] = Counter()
+        self.read_units: Counter[str] = Counter()
+        self.write_units: Counter[str] = Counter()
 
     def attach(self, client: Any) -> None:
+        client.meta.events.register("before-parameter-build.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after_call)
 
     def reset(self) -> None:
         with self._lock:
-            self.calls.clear()
-            self.items_read.clear()
+            for counter in (self.calls, self.items_read, self.read_units, self.write_units):
+                counter.clear()
 
     @property
     def total_items_read(self) -> int:
         with self._lock:
             return sum(self.items_read.values())
 
+    @property
+    def total_read_units(self) -> float:
+        with self._lock:
+            return sum(self.read_units.values())
+
+    @property
+    def total_write_units(self) -> float:
+        with self._lock:
+            return sum(self.write_units.values())
+
+    def _before(self, *, params: dict[str, Any], **_: Any) -> None:
+        self._local.request = params
+
     def _after_call(self, *, model: Any, parsed: dict[str, Any], **_: Any) -> None:
         name = model.name
+        request: dict[str, Any] = getattr(self._local, "request", {}) or {}
+        factor = 1.0 if request.get("ConsistentRead") else 0.5
+        read = 0
+        rru = wru = 0.0
         if name in ("Query", "Scan"):
             read = int(parsed.get("ScannedCount", parsed.get("Count", 0)))
+            size = sum(item_size(i) for i in parsed.get("Items", []))
+            rru = max(1, math.ceil(size / 4096)) * factor
         elif name == "GetItem":
             read = 1 if parsed.get("Item") else 0
+            rru = max(1, math.ceil(item_size(parsed.get("Item", {})) / 4096)) * factor
         elif name == "BatchGetItem":
-            read = sum(len(items) for items in parsed.get("Responses", {}).values())
-        else:
-            read = 0
+            items = [i for items in parsed.get("Responses", {}).values() for i in items]
+            read = len(items)
+            rru = sum(max(1, math.ceil(item_size(i) / 4096)) for i in items) * factor
+        elif name in _WRITES:
+            written = request.get("Item") or parsed.get("Attributes") or request.get("Key") or {}
+            wru = max(1, math.ceil(item_size(written) / 1024))
+        elif name == "BatchWriteItem":
+            for requests in request.get("RequestItems", {}).values():
+                for req in requests:
+                    body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get(
+                        "Key", {}
+                    )
+                    wru += max(1, math.ceil(item_size(body) / 1024))
         with self._lock:
             self.calls[name] += 1
             self.items_read[name] += read
+            self.read_units[name] += rru
+            self.write_units[name] += wru

@@ -52,9 +52,12 @@ class TaskStore:
             table_name, region=region, endpoint_url=endpoint_url, credentials=credentials
         )
         self.meter = DynamoMeter()
-        # The three models share one table; each has its own connection: meter all of them.
-        for model in (self.models.task, self.models.queue, self.models.rule):
-            self.meter.attach(model._get_connection().connection.client)
+        # The three models share one table and one connection (one botocore client: a client costs
+        # ~0.25 s to build, which every Lambda cold start would pay three times otherwise).
+        connection = self.models.task._get_connection()
+        self.models.queue._connection = connection
+        self.models.rule._connection = connection
+        self.meter.attach(connection.connection.client)
         self._pool = ThreadPoolExecutor(max_workers=min(16, shards), thread_name_prefix="nexttick-shard")
 
     @classmethod
@@ -147,6 +150,15 @@ class TaskStore:
         )
         return item
 
+    def bulk_insert(self, pairs: list[tuple[TaskRecord, QueueEntry]], created_at: datetime) -> None:
+        """Write many new tasks and their entries with BatchWriteItem, unconditionally (loading a
+        backlog for benchmarks; never used where an id could already exist)."""
+        with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
+            for record, entry in pairs:
+                entry.created_at = created_at
+                entries.save(self._queue_item(entry))
+                tasks.save(self._task_item(record))
+
     # ------------------------------------------------------------------ queue entries
     def new_entry(
         self, task_id: str, run_at: datetime, scheduled_for: datetime, attempt: int = 1
@@ -169,15 +181,19 @@ class TaskStore:
 
     def put_entry(self, entry: QueueEntry, created_at: datetime) -> None:
         entry.created_at = created_at
-        self.models.queue(
+        self._queue_item(entry).save()
+
+    def _queue_item(self, entry: QueueEntry) -> QueueItem:
+        item: QueueItem = self.models.queue(
             keys.queue_pk(entry.shard),
             entry.key,
             task_id=entry.task_id,
             token=entry.token,
             scheduled_for=entry.scheduled_for,
             attempt=entry.attempt,
-            created_at=created_at,
-        ).save()
+            created_at=entry.created_at,
+        )
+        return item
 
     def delete_entry(self, shard: int, key: str, token: str) -> bool:
         """Delete an entry only if it is still the one with `token` (never someone else's)."""

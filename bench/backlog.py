@@ -1,0 +1,73 @@
+"""Items read per add and per worker run as the backlog grows, against the reference proof of
+concept, which scans its whole table (one item per task) on every add and every run."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+
+from bench.harness import bulk_load, emulated_aws
+from editor import Editor
+from nexttick.actions import build_registry
+from nexttick.worker import Worker
+
+DUE_NOW = 10
+
+
+def poc_scan_items(count: int) -> int:
+    """Build the PoC's table (hash key `id` only) with `count` tasks and do what it does on every
+    add and run: Scan it all. Returns the items the Scan read."""
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(
+        TableName="poc-tasks",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    table = boto3.resource("dynamodb", region_name="us-east-1").Table("poc-tasks")
+    with table.batch_writer() as batch:
+        for i in range(count):
+            batch.put_item(Item={"id": f"t{i}", "due": f"2031-01-01T00:{i % 60:02d}:00Z", "action": "log"})
+    scanned, kwargs = 0, {"TableName": "poc-tasks"}
+    while True:
+        page = client.scan(**kwargs)
+        scanned += page["ScannedCount"]
+        if "LastEvaluatedKey" not in page:
+            return scanned
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def measure(count: int) -> dict[str, Any]:
+    with emulated_aws() as runtime:
+        now = datetime.now(UTC)
+        bulk_load(runtime.store, count, now + timedelta(days=1), timedelta(days=30), "backlog")
+        editor = Editor(runtime=runtime)
+        for i in range(DUE_NOW):  # k tasks already due
+            editor.schedule_at("log", now - timedelta(seconds=1), {"due_now": i})
+        meter = runtime.store.meter
+        meter.reset()
+        editor.schedule_at("log", now + timedelta(days=3), {"one": "more"})
+        add_items = meter.total_items_read
+        meter.reset()
+        registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
+        report = Worker(runtime, registry, owner="bench", remaining_ms=300_000).run()
+        run_items = meter.total_items_read
+        assert report.results["succeeded"] == DUE_NOW, report
+        assert "Scan" not in meter.calls
+        poc = poc_scan_items(count)
+    return {
+        "pending": count,
+        "due_now": DUE_NOW,
+        "items_per_add": add_items,
+        "items_per_run": run_items,
+        "poc_items_per_add": poc,
+        "poc_items_per_run": poc,
+        "reduction_add": round(poc / max(add_items, 1), 1),
+        "reduction_run": round(poc / max(run_items, 1), 1),
+    }
+
+
+def run(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    return [measure(n) for n in sizes]

@@ -1,0 +1,102 @@
+"""DynamoDB units per one-shot task lifecycle (create -> run -> done), PutRule calls per task, and
+the cost per million tasks — dense (many tasks per worker run) and sparse (one per run)."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import time_machine
+
+from bench.harness import emulated_aws
+from editor import Editor
+from nexttick.actions import build_registry
+from nexttick.worker import Worker
+
+# us-east-1 on-demand prices (USD): per million write / read request units, Lambda per GB-s.
+PRICE_WRU = 0.625
+PRICE_RRU = 0.125
+PRICE_LAMBDA_GB_S = 0.0000166667
+PRICE_LAMBDA_REQUEST = 0.20 / 1e6
+EVENTBRIDGE_SCHEDULER_PER_MILLION = 1.00
+WORKER_MEMORY_GB = 0.25
+SECOND_MODE_MEAN_WAIT_S = 70.0  # a wake lands in [F, F+60+d]; the task is due at F+70..F+130
+
+
+class PutRuleCounter:
+    def __init__(self, events_client: Any) -> None:
+        self.calls = 0
+        events_client.meta.events.register("after-call.events.PutRule", self._count)
+
+    def _count(self, **_: Any) -> None:
+        self.calls += 1
+
+
+def lifecycle(tasks: int, per_run: int) -> dict[str, Any]:
+    """Create `tasks` tasks a day ahead, then run the worker once per `per_run` of them."""
+    start = datetime(2031, 3, 3, 8, 0, 0, tzinfo=UTC)
+    with time_machine.travel(start, tick=False) as traveller, emulated_aws() as runtime:
+        editor = Editor(runtime=runtime)
+        registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
+        runtime.store.meter.reset()
+        first = start + timedelta(days=1)
+        dues = [first + timedelta(seconds=(i // per_run) * 600 + (i % per_run) * 0.01) for i in range(tasks)]
+        for due in dues:
+            editor.schedule_at("log", due, {"order": 1})
+        meter = runtime.store.meter
+        create = (meter.total_write_units / tasks, meter.total_read_units / tasks)
+        meter.reset()
+        for batch in range(0, tasks, per_run):
+            traveller.move_to(dues[min(batch + per_run, tasks) - 1] + timedelta(seconds=1))
+            report = Worker(runtime, registry, owner=f"run{batch}", remaining_ms=300_000).run()
+            assert report.results["succeeded"] == min(per_run, tasks - batch), report
+        run = (meter.total_write_units / tasks, meter.total_read_units / tasks)
+    wru, rru = create[0] + run[0], create[1] + run[1]
+    runs_per_task = 1 / per_run
+    lambda_cost = runs_per_task * (
+        PRICE_LAMBDA_REQUEST + SECOND_MODE_MEAN_WAIT_S * WORKER_MEMORY_GB * PRICE_LAMBDA_GB_S
+    )
+    return {
+        "tasks": tasks,
+        "tasks_per_run": per_run,
+        "wru_create": round(create[0], 2),
+        "rru_create": round(create[1], 2),
+        "wru_run": round(run[0], 2),
+        "rru_run": round(run[1], 2),
+        "wru_total": round(wru, 2),
+        "rru_total": round(rru, 2),
+        "usd_per_million_dynamodb": round(wru * PRICE_WRU + rru * PRICE_RRU, 2),
+        "usd_per_million_lambda_second_mode": round(lambda_cost * 1e6, 2),
+    }
+
+
+def putrule_per_task(tasks: int, order: str) -> dict[str, Any]:
+    """PutRule calls while `tasks` creates arrive in `order` (random / ascending / descending)."""
+    start = datetime(2031, 3, 3, 8, 0, 0, tzinfo=UTC)
+    with time_machine.travel(start, tick=False), emulated_aws() as runtime:
+        editor = Editor(runtime=runtime)
+        counter = PutRuleCounter(runtime.rule.client)
+        offsets = list(range(tasks))
+        if order == "random":
+            random.Random(7).shuffle(offsets)
+        elif order == "descending":
+            offsets.reverse()
+        for offset in offsets:
+            editor.schedule_at("log", start + timedelta(minutes=10, seconds=offset * 3), {})
+    return {"tasks": tasks, "order": order, "putrule_calls": counter.calls, "per_task": counter.calls / tasks}
+
+
+def run(quick: bool) -> dict[str, Any]:
+    n = 200 if quick else 1000
+    return {
+        "lifecycle": [lifecycle(n, n), lifecycle(n // 10 if quick else 100, 1)],
+        "putrule": [putrule_per_task(n, order) for order in ("random", "ascending", "descending")],
+        "prices": {
+            "wru_per_million": PRICE_WRU,
+            "rru_per_million": PRICE_RRU,
+            "lambda_gb_s": PRICE_LAMBDA_GB_S,
+            "worker_memory_gb": WORKER_MEMORY_GB,
+            "eventbridge_scheduler_per_million": EVENTBRIDGE_SCHEDULER_PER_MILLION,
+        },
+    }

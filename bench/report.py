@@ -1,0 +1,78 @@
+"""Renders benchmark results as Markdown tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    return head + "".join("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |\n" for r in rows)
+
+
+def render(results: dict[str, Any]) -> str:
+    out = [
+        "# nexttick benchmark results\n",
+        f"Command: `{results['command']}` — {results['date']} — Python {results['machine']['python']}, "
+        f"{results['machine']['cpus']} CPUs. AWS is emulated in-process (moto); capacity units are "
+        "computed from the items read and written with DynamoDB's sizing rules.\n",
+    ]
+    if "backlog" in results:
+        out.append("\n## Items read per add / per worker run vs backlog (baseline: the PoC's full scan)\n\n")
+        out.append(
+            _table(
+                results["backlog"],
+                [
+                    "pending",
+                    "due_now",
+                    "items_per_add",
+                    "poc_items_per_add",
+                    "reduction_add",
+                    "items_per_run",
+                    "poc_items_per_run",
+                    "reduction_run",
+                ],
+            )
+        )
+    if "lifecycle" in results:
+        lc = results["lifecycle"]
+        out.append("\n## DynamoDB units per one-shot task lifecycle, and cost per million tasks\n\n")
+        out.append(
+            _table(
+                lc["lifecycle"],
+                [
+                    "tasks",
+                    "tasks_per_run",
+                    "wru_create",
+                    "rru_create",
+                    "wru_run",
+                    "rru_run",
+                    "wru_total",
+                    "rru_total",
+                    "usd_per_million_dynamodb",
+                    "usd_per_million_lambda_second_mode",
+                ],
+            )
+        )
+        out.append(
+            f"\nPrices: {lc['prices']}. Baseline: EventBridge Scheduler at "
+            f"${lc['prices']['eventbridge_scheduler_per_million']:.2f} per million invocations "
+            "(60 s flexible window at best). Lambda cost assumes `second` mode waiting ~70 s per wake-up "
+            "(shared by every task due in the same window).\n"
+        )
+        out.append("\n### PutRule calls per task while creating tasks\n\n")
+        out.append(_table(lc["putrule"], ["tasks", "order", "putrule_calls", "per_task"]))
+    if "burst" in results:
+        b = results["burst"]
+        out.append("\n## Burst of tasks due at one instant, 50 ms I/O action (baseline: sequential)\n\n")
+        out.append(
+            _table(
+                [b["sequential"], *b["pooled"]],
+                ["tasks", "pool_size", "seconds", "tasks_per_second", "peak_traced_mib"],
+            )
+        )
+        out.append(
+            f"\nSpeed-up of the pool over sequential execution: **{b['speedup']}x**. Peak traced memory, "
+            f"largest burst / smallest burst: {b['memory_growth']}x.\n"
+        )
+    return "".join(out)

@@ -1,0 +1,50 @@
+"""Run the benchmarks side by side with their baselines and write bench/results.{json,md}.
+
+make bench                      # everything (takes several minutes)
+python -m bench.run --quick     # smaller sizes, for a smoke run
+python -m bench.run --only burst,lifecycle
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import backlog, burst, lifecycle, report
+
+SECTIONS = ("backlog", "lifecycle", "burst")
+OUT = Path(__file__).resolve().parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    args = parser.parse_args(argv)
+    chosen = [s for s in args.only.split(",") if s]
+    results: dict[str, Any] = {
+        "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "system": platform.system()},
+    }
+    if "backlog" in chosen:
+        results["backlog"] = backlog.run((1_000, 10_000) if args.quick else (1_000, 10_000, 100_000))
+    if "lifecycle" in chosen:
+        results["lifecycle"] = lifecycle.run(args.quick)
+    if "burst" in chosen:
+        results["burst"] = burst.run(args.quick)
+    suffix = "-quick" if args.quick else ""
+    (OUT / f"results{suffix}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (OUT / f"results{suffix}.md").write_text(report.render(results))
+    print(report.render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
