@@ -1,33 +1,15 @@
-"""The stack's resources inside moto: the CDK-synthesized template deployed into moto's
-CloudFormation (the same definitions `cdk deploy` uses), with the template cached under the state
-directory, keyed by a hash of the CDK sources so a restart does not synthesize again."""
+"""The stack's resources inside moto: the CDK app's template (`infra.synth_template(local=True)`,
+which caches it by configuration and sources) deployed into moto's CloudFormation — the same
+definitions `cdk deploy` uses."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
-import os
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger("nexttick.local")
 
 STACK_NAME = "nexttick-local"
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-# What the synthesized template depends on (besides the pinned CDK version).
-_TEMPLATE_INPUTS = (
-    "infra",
-    "app.py",
-    "cdk.json",
-    "nexttick.config.json",
-    "requirements-dev.txt",
-    "nexttick/constants.py",
-    "nexttick/config.py",
-)
 # Stack outputs naming the resources (infra/stack.py); resource types are the fallback.
 OUTPUT_TABLE, OUTPUT_RULE, OUTPUT_WORKER = "TableName", "RuleName", "WorkerFunctionName"
 
@@ -44,44 +26,6 @@ class StackNames:
     worker_environment: dict[str, str] = field(default_factory=dict)  # as the CDK app configures it
     reserved_concurrency: int | None = None
     async_retries: int | None = None  # MaximumRetryAttempts of asynchronous invocations
-
-
-def template_key(root: Path = _REPO_ROOT) -> str:
-    """A hash of every file the synthesized template is built from."""
-    digest = hashlib.sha256()
-    for name in _TEMPLATE_INPUTS:
-        path = root / name
-        files = (
-            sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-            if path.is_dir()
-            else [path]
-        )
-        for file in files:
-            if file.exists():
-                digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes() + b"\0")
-    return digest.hexdigest()[:20]
-
-
-def cached_template(
-    cache_dir: Path, synth: Callable[[], dict[str, Any] | None], key: str
-) -> dict[str, Any] | None:
-    """The template from the cache, or synthesized once and cached (atomically); None if `synth`
-    has none to offer."""
-    path = cache_dir / f"template-{key}.json"
-    if path.exists():
-        cached: dict[str, Any] = json.loads(path.read_text())
-        return cached
-    template = synth()
-    if template is None:
-        return None
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    for stale in cache_dir.glob("template-*.json"):
-        stale.unlink(missing_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".template-", dir=cache_dir)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(template, handle)
-    os.replace(tmp, path)
-    return template
 
 
 def deploy_template(cloudformation: Any, template: dict[str, Any]) -> dict[str, str]:

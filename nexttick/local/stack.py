@@ -11,7 +11,6 @@ import threading
 import time
 import warnings
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -51,7 +50,8 @@ def _load(target: str) -> Any:
 
 
 def synth_local_template() -> dict[str, Any] | None:
-    """The CDK app's template for the emulator, or None when the CDK app offers none."""
+    """The CDK app's template for the emulator (synthesized once, then cached by the CDK app), or
+    None when the CDK app is not there."""
     try:
         infra = importlib.import_module("infra")
     except ImportError:
@@ -158,7 +158,7 @@ class LocalStack:
         return self
 
     def _create_resources(self, clients: dict[str, Any]) -> resources.StackNames:
-        """Deploy the CDK app's template (cached by a hash of its sources) into moto."""
+        """Deploy the CDK app's template into moto."""
         defaults = resources.StackNames(
             table=os.environ.get("NEXTTICK_TABLE") or constants.DEFAULT_TABLE_NAME,
             rule=os.environ.get("NEXTTICK_RULE") or constants.DEFAULT_RULE_NAME,
@@ -166,8 +166,7 @@ class LocalStack:
             or constants.DEFAULT_WORKER_FUNCTION_NAME,
             source="",
         )
-        cache_dir = Path(os.environ.get("NEXTTICK_CACHE_DIR") or self.options.state_dir / "cache")
-        template = resources.cached_template(cache_dir, synth_local_template, resources.template_key())
+        template = synth_local_template()
         if template is None:
             raise SystemExit(
                 "error: the local stack deploys the CDK app's template (infra.synth_template); "

@@ -67,8 +67,6 @@ def _environment(state_dir: Path, receiver: Receiver) -> dict[str, str]:
         NEXTTICK_STATE_DIR=str(state_dir),
         NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
         PYTHONPATH=str(REPO),
-        # The synthesized template is cached by a hash of the CDK sources: share `make run`'s cache.
-        NEXTTICK_CACHE_DIR=str(REPO / ".nexttick" / "cache"),
     )
     return env
 

@@ -14,7 +14,9 @@ from unittest import mock
 
 import pytest
 
+from editor import Editor
 from nexttick import cli
+from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
 from nexttick.local import endpoints
 from tests.support.local import Recorder, client, create_table_and_rule, local_worker, moto_server
@@ -110,8 +112,16 @@ def test_a_task_due_now_wakes_the_worker_through_the_lambda_endpoint(
 
 def test_ls_pages_with_cursors_and_all(local: tuple[Path, Recorder, Any]) -> None:
     state_dir, _, _ = local
+    env = json.loads((state_dir / "local.json").read_text())["env"]
+    editor = Editor(
+        settings=NextTickSettings(
+            endpoint_url=env["NEXTTICK_ENDPOINT_URL"],
+            lambda_endpoint_url=env["NEXTTICK_LAMBDA_ENDPOINT_URL"],
+            actions_config={"log": {"type": "log"}},
+        )
+    )
     for i in range(5):
-        run_json(state_dir, "add", "--action", "log", "--in", f"{i + 1}h", "--id", f"p{i}")
+        editor.schedule_in("log", (i + 1) * 3600, id=f"p{i}")
     first = run_json(state_dir, "ls", "--limit", "2")
     assert [t["id"] for t in first["items"]] == ["p0", "p1"] and first["next_cursor"]
     second = run_json(state_dir, "ls", "--limit", "2", "--cursor", first["next_cursor"])
