@@ -8,7 +8,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-
 STACK_NAME = "nexttick-local"
 # Stack outputs naming the resources (infra/stack.py); resource types are the fallback.
 OUTPUT_TABLE, OUTPUT_RULE, OUTPUT_WORKER = "TableName", "RuleName", "WorkerFunctionName"
