@@ -28,7 +28,7 @@ from nexttick.local.options import (
     handler_environment,
 )
 
-logger = logging.getLogger("nexttick.local")
+logger = logging.getLogger("nexttick-local")  # not under "nexttick": the handlers log there, as JSON
 
 WORKER_HANDLER = "lambdas.worker.handler:handler"
 API_HANDLER = "lambdas.api.handler:handler"
