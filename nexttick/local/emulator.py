@@ -24,7 +24,7 @@ from nexttick.aws import parse_rule_minute
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.timeutil import floor_minute
 
-logger = logging.getLogger("nexttick-local")
+logger = logging.getLogger("local-stack")
 
 Deliver = Callable[[dict[str, Any], float], None]  # (event, delay seconds)
 # A safety re-read of the rule while idle; changes normally arrive through `notify` at once.

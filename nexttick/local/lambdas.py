@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-logger = logging.getLogger("nexttick-local")
+logger = logging.getLogger("local-stack")
 
 Handler = Callable[[dict[str, Any], Any], Any]
 ACCOUNT_ID = "123456789012"

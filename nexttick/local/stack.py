@@ -28,7 +28,7 @@ from nexttick.local.options import (
     handler_environment,
 )
 
-logger = logging.getLogger("nexttick-local")  # not under "nexttick": the handlers log there, as JSON
+logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
 
 WORKER_HANDLER = "lambdas.worker.handler:handler"
 API_HANDLER = "lambdas.api.handler:handler"
