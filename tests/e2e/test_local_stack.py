@@ -279,8 +279,14 @@ def test_lateness_and_exactly_once_over_the_whole_run(scenario: Scenario) -> Non
 
 def test_the_idle_stack_uses_no_cpu(scenario: Scenario) -> None:
     s = scenario
-    # Given nothing pending soon (the last tasks ran, the recurring ones are cancelled)
-    time.sleep(3)
+    # Given nothing pending soon (the last tasks ran, the recurring ones are cancelled) and the last
+    # worker invocation finished (a quiet second; at most 30 s)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        before = cpu_seconds(s.stack.pid)
+        time.sleep(1)
+        if cpu_seconds(s.stack.pid) - before < 0.005:
+            break
     # When it idles for ten seconds
     before, started = cpu_seconds(s.stack.pid), time.monotonic()
     time.sleep(10)
