@@ -53,3 +53,15 @@ bench: $(STAMP) ## benchmarks side by side with the baselines, written to bench/
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: openapi
+openapi: $(STAMP) ## regenerate docs/openapi.json from the API code (a test fails when it drifts)
+	$(PY) -m nexttick.api.openapi docs/openapi.json
+
+# schemathesis against the API over HTTP (local API Gateway + moto): >= 1,000 generated requests.
+FUZZ_EXAMPLES ?= 120
+FUZZ_MIN_REQUESTS ?= 1000
+FUZZ_SEED ?= random
+fuzz: $(STAMP) ## property-based API fuzzing, every schemathesis check, no 5xx allowed
+	NEXTTICK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) NEXTTICK_FUZZ_MIN_REQUESTS=$(FUZZ_MIN_REQUESTS) \
+	NEXTTICK_FUZZ_SEED=$(FUZZ_SEED) $(VENV)/bin/pytest -s tests/e2e/test_api_schemathesis.py

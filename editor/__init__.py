@@ -1,10 +1,10 @@
 """nexttick editor library: schedule work for a future time and manage it.
 
-    from editor import Editor
-    ed = Editor.from_env()               # NEXTTICK_TABLE, NEXTTICK_RULE, NEXTTICK_WORKER_FUNCTION, AWS_REGION
-    task = ed.schedule_in("log", 3 * 86400, {"to": "ada@example.com"})
-    ed.reschedule(task.id, due="2030-12-01T09:00:00+01:00")
-    ed.cancel(task.id)
+from editor import Editor
+ed = Editor.from_env()               # NEXTTICK_TABLE, NEXTTICK_RULE, NEXTTICK_WORKER_FUNCTION, AWS_REGION
+task = ed.schedule_in("log", 3 * 86400, {"to": "ada@example.com"})
+ed.reschedule(task.id, due="2030-12-01T09:00:00+01:00")
+ed.cancel(task.id)
 """
 
 from editor.client import Editor

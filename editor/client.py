@@ -46,6 +46,7 @@ FINAL_STATUSES = ("succeeded", "failed", "cancelled", "skipped")
 LISTABLE_STATUSES = (PENDING, RUNNING)
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 _MAX_CAS_RETRIES = 20
+_MAX_SPAN = timedelta(days=200 * 366)  # any later instant is past 2199 anyway (and may overflow)
 
 
 class Editor:
@@ -94,7 +95,9 @@ class Editor:
         return cls()
 
     # ------------------------------------------------------------------ create
-    def schedule_at(self, action: str, due: str | datetime, payload: dict[str, Any] | None = None, **opts: Any) -> Task:
+    def schedule_at(
+        self, action: str, due: str | datetime, payload: dict[str, Any] | None = None, **opts: Any
+    ) -> Task:
         """Run `action` once at `due` (RFC 3339 with offset, or an aware datetime)."""
         return self.create(TaskSpec(action=action, due=due, payload=payload or {}, **opts)).task
 
@@ -150,9 +153,7 @@ class Editor:
 
     def _existing_for_repeat(self, existing: TaskRecord, wanted: TaskRecord) -> CreateResult:
         if existing.request_hash != wanted.request_hash:
-            raise ConflictError(
-                f"id: a different task already exists with id {existing.id!r}", field="id"
-            )
+            raise ConflictError(f"id: a different task already exists with id {existing.id!r}", field="id")
         return CreateResult(self._view(existing), created=False)
 
     def _new_record(self, spec: TaskSpec, now: datetime) -> TaskRecord:
@@ -165,10 +166,10 @@ class Editor:
             {k: getattr(spec, k) for k in ("due", "delay_seconds", "cron", "timezone", "every")}, now
         )
         end = self._check_end(spec.end, kind, due)
-        policy = self._check_policy(
-            spec.max_attempts, spec.retry_backoff_seconds, spec.misfire_grace_seconds
-        )
-        digest = hashlib.sha256(json.dumps(spec.canonical(), sort_keys=True, default=str).encode()).hexdigest()
+        policy = self._check_policy(spec.max_attempts, spec.retry_backoff_seconds, spec.misfire_grace_seconds)
+        digest = hashlib.sha256(
+            json.dumps(spec.canonical(), sort_keys=True, default=str).encode()
+        ).hexdigest()
         return TaskRecord(
             id=task_id,
             action=spec.action,
@@ -326,7 +327,9 @@ class Editor:
         self, current: TaskRecord, given: dict[str, Any], now: datetime
     ) -> tuple[TaskRecord, QueueEntry | None]:
         updated = replace(current, version=current.version + 1, updated_at=now)
-        time_fields = {k: given[k] for k in ("due", "delay_seconds", "cron", "every") if k in given}
+        time_fields: dict[str, Any] = {
+            k: given[k] for k in ("due", "delay_seconds", "cron", "every") if k in given
+        }
         new_entry: QueueEntry | None = None
         if time_fields or "timezone" in given:
             if not time_fields:
@@ -335,6 +338,8 @@ class Editor:
                 time_fields = {"cron": current.cron}
             if "cron" in time_fields:
                 time_fields["timezone"] = given.get("timezone", current.timezone)
+            elif "timezone" in given:  # with a due / delay / every: rejected by _resolve_time
+                time_fields["timezone"] = given["timezone"]
             kind, recurrence, due = self._resolve_time(time_fields, now)
             updated.schedule_kind = kind.value
             updated.cron, updated.timezone = recurrence.cron, recurrence.timezone
@@ -350,6 +355,10 @@ class Editor:
             updated.end = self._check_end(given["end"], ScheduleKind(updated.schedule_kind), updated.due)
         elif updated.end is not None and updated.schedule_kind == ScheduleKind.ONCE.value:
             updated.end = None
+        elif updated.end is not None and new_entry is not None:
+            # a new recurrence must still start before the end it keeps
+            assert updated.due is not None
+            self._check_end(updated.end, ScheduleKind(updated.schedule_kind), updated.due)
         policy = self._check_policy(
             given.get("max_attempts", current.max_attempts),
             given.get("retry_backoff_seconds", current.retry_backoff_seconds),
@@ -364,9 +373,8 @@ class Editor:
     ) -> tuple[ScheduleKind, Recurrence, datetime]:
         chosen = [k for k in ("due", "delay_seconds", "cron", "every") if fields.get(k) is not None]
         if len(chosen) != 1:
-            raise ValidationError(
-                "due: give exactly one of due, delay_seconds, cron, every", field=chosen[1] if chosen[1:] else "due"
-            )
+            name = chosen[1] if chosen[1:] else "due"
+            raise ValidationError(f"{name}: give exactly one of due, delay_seconds, cron, every", field=name)
         kind_field = chosen[0]
         if fields.get("timezone") is not None and kind_field != "cron":
             raise ValidationError("timezone: only applies to a cron schedule", field="timezone")
@@ -375,8 +383,14 @@ class Editor:
             return ScheduleKind.ONCE, Recurrence(ScheduleKind.ONCE), due
         if kind_field == "delay_seconds":
             delay = fields["delay_seconds"]
-            if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay <= 200 * 366 * 86400:
-                raise ValidationError("delay_seconds: must be a number of seconds >= 0", field="delay_seconds")
+            if (
+                isinstance(delay, bool)
+                or not isinstance(delay, int | float)
+                or not 0 <= delay <= _MAX_SPAN.total_seconds()
+            ):
+                raise ValidationError(
+                    "delay_seconds: must be a number of seconds >= 0", field="delay_seconds"
+                )
             due = parse_instant(now + timedelta(seconds=delay), "delay_seconds")
             return ScheduleKind.ONCE, Recurrence(ScheduleKind.ONCE), due
         if kind_field == "cron":
@@ -389,8 +403,8 @@ class Editor:
                 raise ValidationError("cron: expression never fires before 2200", field="cron")
             return ScheduleKind.CRON, recurrence, cron_due
         interval = parse_duration(fields["every"], "every")
-        if interval < timedelta(seconds=1):
-            raise ValidationError("every: interval must be at least 1s", field="every")
+        if not timedelta(seconds=1) <= interval <= _MAX_SPAN:
+            raise ValidationError("every: interval must be between 1s and 200 years", field="every")
         recurrence = Recurrence(ScheduleKind.EVERY, every_seconds=interval.total_seconds())
         return ScheduleKind.EVERY, recurrence, parse_instant(now + interval, "every")
 
@@ -430,7 +444,11 @@ class Editor:
 
     @staticmethod
     def _check_policy(max_attempts: Any, backoff: Any, grace: Any) -> dict[str, Any]:
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 100:
+        if (
+            isinstance(max_attempts, bool)
+            or not isinstance(max_attempts, int)
+            or not 1 <= max_attempts <= 100
+        ):
             raise ValidationError("max_attempts: must be an integer from 1 to 100", field="max_attempts")
         if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not 0 <= backoff <= 86400:
             raise ValidationError(
@@ -506,11 +524,11 @@ def _decode_cursor(cursor: str) -> str:
         padded = cursor + "=" * (-len(cursor) % 4)
         decoded = json.loads(base64.urlsafe_b64decode(padded.encode()))
         key = decoded["after"]
+        if not isinstance(key, str):
+            raise TypeError("cursor key is not a string")
         split_queue_sort_key(key)
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ValidationError("cursor: not a cursor returned by this API", field="cursor") from exc
-    if not isinstance(key, str):
-        raise ValidationError("cursor: not a cursor returned by this API", field="cursor")
     return key
 
 

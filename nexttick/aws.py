@@ -20,9 +20,7 @@ _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_t
 _PINNED_CRON = re.compile(r"^cron\((\d+) (\d+) (\d+) (\d+) \? (\d{4})\)$")
 
 
-def make_client(
-    service: str, settings: NextTickSettings, session: boto3.Session | None = None
-) -> Any:
+def make_client(service: str, settings: NextTickSettings, session: boto3.Session | None = None) -> Any:
     """A boto3 client for `service` honouring the configured region and (local) endpoint."""
     session = session or boto3.session.Session()
     endpoint = settings.endpoint_url
@@ -44,6 +42,8 @@ def session_credentials(session: boto3.Session | None) -> tuple[str, str, str | 
     if creds is None:
         return None
     frozen = creds.get_frozen_credentials()
+    if frozen.access_key is None or frozen.secret_key is None:
+        return None
     return frozen.access_key, frozen.secret_key, frozen.token
 
 

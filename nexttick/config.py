@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from nexttick import constants
 
@@ -47,14 +47,19 @@ class NextTickSettings(BaseSettings):
     page_size: int = Field(default=100, ge=1, le=1000)
     retention_days: int = Field(default=7, ge=1)
     # Deployment-configured actions (JSON object name -> definition), then NEXTTICK_ACTIONS overrides.
-    actions_config: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    actions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # NoDecode: our validator parses the JSON, so a malformed value gets an error naming the variable.
+    actions_config: Annotated[dict[str, dict[str, Any]], NoDecode] = Field(default_factory=dict)
+    actions: Annotated[dict[str, dict[str, Any]], NoDecode] = Field(default_factory=dict)
 
     @field_validator("actions_config", "actions", mode="before")
     @classmethod
-    def _parse_json_object(cls, value: Any) -> Any:
+    def _parse_json_object(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, str):
-            value = json.loads(value) if value.strip() else {}
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                variable = f"NEXTTICK_{(info.field_name or '').upper()}"
+                raise ValueError(f"{variable} is not valid JSON ({exc})") from exc
         if not isinstance(value, dict):
             raise ValueError("must be a JSON object of action name -> definition")
         return value

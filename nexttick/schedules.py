@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from nexttick.config import Precision
 from nexttick.constants import EPOCH_EXPRESSION, MAX_YEAR
@@ -57,6 +57,7 @@ class Recurrence:
 
     def next_after(self, after: datetime) -> datetime | None:
         """The first occurrence strictly after `after` (UTC), or None past year 2199."""
+        result: datetime | None
         if self.kind is ScheduleKind.EVERY:
             assert self.every_seconds is not None
             result = after + timedelta(seconds=self.every_seconds)
@@ -86,7 +87,10 @@ def _next_cron(expression: str, zone: ZoneInfo, after: datetime) -> datetime | N
     local_start = after.astimezone(zone).replace(tzinfo=None)
     iterator = croniter(expression, local_start)
     for _ in range(_MAX_CRON_STEPS):
-        wall = iterator.get_next(datetime)
+        try:
+            wall = iterator.get_next(datetime)
+        except CroniterBadDateError:  # a date that never exists, e.g. "0 0 30 2 *"
+            return None
         if wall.year > MAX_YEAR:
             return None
         aware = wall.replace(tzinfo=zone, fold=0)

@@ -12,9 +12,7 @@ from nexttick.constants import MAX_YEAR, MIN_YEAR
 from nexttick.errors import ValidationError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_RFC3339 = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$"
-)
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 _GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(d|h|ms|m|s))+$")
 _GO_PART = re.compile(r"(\d+(?:\.\d+)?)(d|h|ms|m|s)")
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -22,11 +20,16 @@ _ISO_DURATION = TypeAdapter(timedelta)
 
 
 def ensure_utc(value: datetime, field: str) -> datetime:
-    """An aware datetime converted to UTC; naive or out-of-range (1970–2199) values are rejected."""
+    """An aware datetime converted to UTC; naive or out-of-range (1970-2199) values are rejected."""
     if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(f"{field}: timestamp must carry a UTC offset (e.g. 'Z' or '+01:00')", field=field)
-    utc = value.astimezone(UTC)
-    if not MIN_YEAR <= utc.year <= MAX_YEAR:
+        raise ValidationError(
+            f"{field}: timestamp must carry a UTC offset (e.g. 'Z' or '+01:00')", field=field
+        )
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:59:59-01:00 is past datetime.max in UTC
+        utc = None
+    if utc is None or not MIN_YEAR <= utc.year <= MAX_YEAR:
         raise ValidationError(f"{field}: year must be between {MIN_YEAR} and {MAX_YEAR}", field=field)
     return utc
 
@@ -56,11 +59,9 @@ def parse_duration(value: str | int | float | timedelta, field: str = "every") -
     if isinstance(value, timedelta):
         result = value
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        result = timedelta(seconds=value)
+        result = _seconds(value, field)
     elif isinstance(value, str) and _GO_DURATION.match(value.strip()):
-        result = timedelta(
-            seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in _GO_PART.findall(value.strip()))
-        )
+        result = _seconds(sum(float(n) * _UNIT_SECONDS[u] for n, u in _GO_PART.findall(value.strip())), field)
     elif isinstance(value, str) and value.strip().upper().startswith("P"):
         try:
             result = _ISO_DURATION.validate_python(value.strip().upper())
@@ -74,6 +75,14 @@ def parse_duration(value: str | int | float | timedelta, field: str = "every") -
     if result <= timedelta(0):
         raise ValidationError(f"{field}: duration must be positive", field=field)
     return result
+
+
+def _seconds(value: float, field: str) -> timedelta:
+    """timedelta(seconds=value); NaN, infinity and values beyond timedelta's range name the field."""
+    try:
+        return timedelta(seconds=value)
+    except (OverflowError, ValueError) as exc:
+        raise ValidationError(f"{field}: duration out of range", field=field) from exc
 
 
 def format_instant(value: datetime) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 _WRITES = ("PutItem", "UpdateItem", "DeleteItem")
@@ -46,8 +46,8 @@ class DynamoMeter:
         self._local = threading.local()
         self.calls: Counter[str] = Counter()
         self.items_read: Counter[str] = Counter()
-        self.read_units: Counter[str] = Counter()
-        self.write_units: Counter[str] = Counter()
+        self.read_units: defaultdict[str, float] = defaultdict(float)
+        self.write_units: defaultdict[str, float] = defaultdict(float)
 
     def attach(self, client: Any) -> None:
         client.meta.events.register("before-parameter-build.dynamodb", self._before)

@@ -24,6 +24,8 @@ from nexttick.store.records import LastRun, QueueEntry, RuleState, TaskRecord
 from nexttick.timeutil import from_epoch, to_epoch
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+# Entries per request when looking for a shard's head: usually the first one decides.
+HEAD_PAGE_SIZE = 2
 
 
 def _condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
@@ -255,9 +257,12 @@ class TaskStore:
         """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`
         and/or after the sort key `after_key`. Lazily paged: callers read only what they consume."""
         q = self.models.queue
-        condition = None
+        condition: Condition | None = None
         if up_to is not None and after_key is not None:
-            condition = q.sk.between(after_key + "\x00", keys.upper_bound_for(up_to))
+            lower, upper = after_key + "\x00", keys.upper_bound_for(up_to)
+            if lower > upper:  # DynamoDB rejects a BETWEEN whose bounds are reversed
+                return
+            condition = q.sk.between(lower, upper)
         elif up_to is not None:
             condition = q.sk <= keys.upper_bound_for(up_to)
         elif after_key is not None:
@@ -274,7 +279,7 @@ class TaskStore:
         """Earliest time any entry of `shard` becomes claimable. Reads the leased entries at the front
         of the shard (in flight: bounded by the worker pool) and then one more."""
         best: datetime | None = None
-        for entry in self.shard_entries(shard, page_size=8):
+        for entry in self.shard_entries(shard, page_size=HEAD_PAGE_SIZE):
             at = entry.effective_at()
             best = at if best is None or at < best else best
             if entry.lease_until is None or entry.lease_until <= entry.run_at:

@@ -1,0 +1,1 @@
+"""Lambda entry points: thin handlers over the nexttick library."""

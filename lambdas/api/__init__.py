@@ -1,0 +1,1 @@
+"""The API Lambda (API Gateway REST proxy integration)."""

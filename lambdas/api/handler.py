@@ -1,0 +1,33 @@
+"""API Lambda: API Gateway REST proxy events -> the nexttick HTTP API (thin; logic lives in the editor).
+
+The editor (boto3 clients, settings from `NEXTTICK_*`) is built on the first request and reused
+by every later invocation of the same container.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+
+from editor import Editor
+from nexttick.api.app import build_app
+
+SERVICE = "nexttick-api"
+logger = Logger(service=SERVICE)
+tracer = Tracer(service=SERVICE)
+metrics = Metrics(namespace="nexttick", service=SERVICE)
+
+app = build_app(Editor.from_env)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    response: dict[str, Any] = app.resolve(event, context)
+    status = int(response.get("statusCode", 500))
+    metrics.add_metric(name=f"Responses{status // 100}xx", unit=MetricUnit.Count, value=1)
+    return response

@@ -1,0 +1,1 @@
+"""The HTTP API: a Powertools REST resolver over the editor library, plus a local API Gateway adapter."""

@@ -1,0 +1,252 @@
+"""Request and response models of the HTTP API (they also generate the OpenAPI document).
+
+Requests are strict (no type coercion, unknown fields rejected): the editor library does the
+deep checks (RFC 3339 with offset, cron syntax, IANA zones, exactly one time field) and names
+the offending field in its errors.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from itertools import combinations
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from nexttick.constants import MAX_PAYLOAD_BYTES
+from nexttick.errors import NextTickError
+from nexttick.timeutil import parse_duration
+
+TASK_ID_REGEX = r"^[A-Za-z0-9._:-]{1,128}$"
+_MAX_SECONDS = 200 * 366 * 86400
+_TIME_FIELDS = ("due", "delay_seconds", "cron", "every")
+
+# Patterns document (and pre-check) the shapes the editor parses; it still checks the values.
+INSTANT_REGEX = (
+    r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+DURATION_REGEX = r"^(([0-9]{1,9}(\.[0-9]{1,6})?(d|h|ms|m|s))+|[Pp][0-9DTHMSWdthmsw.]{1,40})$"
+IF_MATCH_REGEX = r'^ *(\*|(W/)?"[0-9]{1,18}"|[0-9]{1,18}) *$'
+
+# Seconds are kept to the microsecond (a 5e-324 would not even fit a DynamoDB number).
+_MICROSECONDS = AfterValidator(lambda v: round(v, 6))
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False), _MICROSECONDS]
+
+
+def _bounded_duration(text: str) -> str:
+    """A duration string no longer than the numeric bound (200 years); the editor parses it again."""
+    try:
+        seconds = parse_duration(text).total_seconds()
+    except (NextTickError, OverflowError):
+        return text  # the editor names the field with a precise message
+    if seconds > _MAX_SECONDS:
+        raise ValueError("must be at most 200 years")
+    return text
+
+
+Duration = Annotated[
+    Annotated[str, Field(max_length=64, pattern=DURATION_REGEX), AfterValidator(_bounded_duration)]
+    | Annotated[
+        float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False), AfterValidator(lambda v: round(v, 6))
+    ],
+    Field(
+        description="An interval: `90s`, `1h30m`, `2d`, `250ms`, ISO 8601 `PT1H`, or a number of seconds "
+        "(at least 1 s).",
+        examples=["90s", "1h30m", "PT1H"],
+    ),
+]
+Instant = Annotated[
+    str,
+    Field(
+        description="RFC 3339 timestamp with a UTC offset (`Z` or `+01:00`); years 1970-2199.",
+        examples=["2030-12-01T09:00:00+01:00"],
+        max_length=64,
+        pattern=INSTANT_REGEX,
+    ),
+]
+Payload = Annotated[
+    dict[str, Any],
+    Field(description=f"A JSON object, at most {MAX_PAYLOAD_BYTES} bytes serialised (else 413)."),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    NULLABLE: ClassVar[frozenset[str]] = frozenset()
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_null(cls, value: Any, info: ValidationInfo) -> Any:
+        """Optional means "may be left out"; an explicit null is refused unless the field allows it."""
+        if value is None and info.field_name not in cls.NULLABLE:
+            raise ValueError("must not be null (leave the field out instead)")
+        return value
+
+
+class _TimeFields(_Strict):
+    # Optional fields default to None but do not accept an explicit null (422), unless documented.
+    due: Instant | SkipJsonSchema[None] = Field(default=None, description="Run once at this instant.")
+    delay_seconds: Annotated[Seconds, Field(le=_MAX_SECONDS)] | SkipJsonSchema[None] = Field(
+        default=None, description="Run once this many seconds from now."
+    )
+    cron: Annotated[str, Field(max_length=256)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="5-field cron expression (croniter syntax), evaluated in `timezone`.",
+        examples=["0 9 * * 5"],
+    )
+    timezone: Annotated[str, Field(max_length=64)] | SkipJsonSchema[None] = Field(
+        default=None, description="IANA time zone of `cron` (default UTC).", examples=["Europe/Berlin"]
+    )
+    every: Duration | SkipJsonSchema[None] = Field(
+        default=None, description="Run every interval, the first one interval from now."
+    )
+    max_attempts: Annotated[int, Field(ge=1, le=100)] | SkipJsonSchema[None] = Field(
+        default=None, description="Attempts per occurrence before it ends `failed` (default 3)."
+    )
+    retry_backoff_seconds: Annotated[Seconds, Field(le=86400)] | SkipJsonSchema[None] = Field(
+        default=None, description="Base of the exponential retry backoff, with jitter (default 30)."
+    )
+
+
+class CreateTaskRequest(_TimeFields):
+    """A task to schedule: exactly one of `due`, `delay_seconds`, `cron`, `every`."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": [name]} for name in _TIME_FIELDS],
+            "dependentRequired": {"timezone": ["cron"]},
+            "dependentSchemas": {"end": {"anyOf": [{"required": ["cron"]}, {"required": ["every"]}]}},
+        }
+    )
+
+    action: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+        description="Name of a configured action.", examples=["log"]
+    )
+    payload: Payload | SkipJsonSchema[None] = Field(default=None)
+    end: Instant | SkipJsonSchema[None] = Field(
+        default=None, description="Recurring tasks only: no occurrence after this."
+    )
+    misfire_grace_seconds: Annotated[Seconds, Field(le=366 * 86400)] | SkipJsonSchema[None] = Field(
+        default=None, description="Skip an occurrence that would start later than due + grace."
+    )
+    id: Annotated[str, Field(pattern=TASK_ID_REGEX)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Client-chosen id. Repeating an identical create returns the task (200); "
+        "a different body under the same id is a 409.",
+    )
+
+
+class UpdateTaskRequest(_TimeFields):
+    """Changes to a pending task: a new time (one time field), payload and/or policy.
+
+    `null` clears `end` and `misfire_grace_seconds`."""
+
+    NULLABLE: ClassVar[frozenset[str]] = frozenset({"end", "misfire_grace_seconds"})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "minProperties": 1,
+            "not": {"anyOf": [{"required": list(pair)} for pair in combinations(_TIME_FIELDS, 2)]},
+        }
+    )
+
+    payload: Payload | SkipJsonSchema[None] = Field(default=None)
+    end: Instant | None = Field(default=None, description="Recurring tasks only: no occurrence after this.")
+    misfire_grace_seconds: Annotated[Seconds, Field(le=366 * 86400)] | None = Field(
+        default=None, description="Skip an occurrence that would start later than due + grace."
+    )
+
+
+class LastRun(BaseModel):
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: str
+    error: str | None
+    scheduled_for: datetime | None
+    attempt: int
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+
+class ListableStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+
+
+class ScheduleKind(StrEnum):
+    ONCE = "once"
+    CRON = "cron"
+    EVERY = "every"
+
+
+class TaskOut(BaseModel):
+    """A task as stored, with its derived status; `version` is also sent as the ETag."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    action: str
+    payload: dict[str, Any]
+    status: TaskStatus
+    schedule: ScheduleKind
+    due: datetime | None = Field(description="Next due time (UTC); null once finished.")
+    cron: str | None
+    timezone: str | None
+    every_seconds: float | None
+    end: datetime | None
+    next_attempt_at: datetime | None = Field(description="When a retry is scheduled, its time (UTC).")
+    max_attempts: int
+    retry_backoff_seconds: float
+    misfire_grace_seconds: float | None
+    attempts: int
+    runs: int
+    last_run: LastRun | None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class TaskPage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[TaskOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class ErrorCode(StrEnum):
+    MALFORMED = "malformed_request"
+    VALIDATION = "validation_error"
+    UNKNOWN_ACTION = "unknown_action"
+    TOO_LARGE = "payload_too_large"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    CONFLICT = "conflict"
+    VERSION_MISMATCH = "version_mismatch"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    INTERNAL = "internal_error"
+    UNAVAILABLE = "service_unavailable"
+
+
+class ErrorOut(BaseModel):
+    """Every error: a stable code, a message that starts with the offending field, and that field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorCode
+    message: str
+    field: str | None = Field(description="The offending field (body field, query/path parameter or header).")
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["ok"]

@@ -1,0 +1,55 @@
+"""Integration fixtures (moto in-process; the chain itself lives in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from moto import mock_aws
+
+from tests.support.api import LambdaApi
+
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+@pytest.fixture
+def api(editor, monkeypatch: pytest.MonkeyPatch) -> LambdaApi:  # type: ignore[no-untyped-def]
+    """The API Lambda handler, its editor injected (moto-backed), called with REST proxy events."""
+    from lambdas.api import handler as module
+    from nexttick.api.app import build_app
+
+    monkeypatch.setattr(module, "app", build_app(lambda: editor))
+    return LambdaApi(module.handler)
+
+
+@pytest.fixture(scope="module")
+def shared_api() -> Iterator[LambdaApi]:
+    """One moto account for a whole module, for tests that only read or add uniquely named tasks
+    (building the fixture chain per test costs seconds). Do not mix it with the function-scoped
+    chain (`aws`, `editor`, `api`) in one module: moto state would be shared between them."""
+    from editor import Editor
+    from lambdas.api import handler as module
+    from nexttick.api.app import build_app
+    from nexttick.config import NextTickSettings
+    from nexttick.runtime import Runtime
+    from tests.conftest import TEST_ACTIONS
+    from tests.support.aws import create_resources
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [n for n in os.environ if n.startswith("NEXTTICK_")]:
+            patch.delenv(name)
+        for name, value in FAKE_CREDENTIALS.items():
+            patch.setenv(name, value)
+        with mock_aws(config={"lambda": {"use_docker": False}}):
+            settings = NextTickSettings(queue_shards=4, actions_config=TEST_ACTIONS)
+            create_resources(settings)
+            editor = Editor(runtime=Runtime.build(settings))
+            patch.setattr(module, "app", build_app(lambda: editor))
+            yield LambdaApi(module.handler)

@@ -1,0 +1,365 @@
+"""Editor library, managing tasks: get, list (due order, cursor pagination across shards),
+reschedule (rule lowered / untouched), update with expected versions, cancel, atomic failures."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from editor import (
+    ConflictError,
+    TaskChanges,
+    TaskNotFoundError,
+    ValidationError,
+    VersionMismatchError,
+)
+from nexttick.schedules import rule_expression
+from tests.support.oplog import OperationLog, all_entries
+
+NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)  # frozen_now
+LEAD = timedelta(seconds=70)
+
+
+def armed(runtime: Any) -> str:
+    return runtime.rule.client.describe_rule(Name=runtime.settings.rule_name)["ScheduleExpression"]
+
+
+def expected_rule(due: datetime) -> str:
+    return rule_expression((due - LEAD).replace(second=0, microsecond=0))
+
+
+def snapshot(runtime: Any) -> tuple[Any, list[Any]]:
+    """The stored task records and every queue entry: what a failed call must leave unchanged."""
+    entries = all_entries(runtime.store)
+    return entries, sorted((e.key, e.token) for e in entries)
+
+
+# ---------------------------------------------------------------- get
+
+
+def test_get_returns_the_task_and_unknown_ids_are_not_found(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    created = editor.schedule_at("log", "2030-01-08T10:00:00+01:00", {"to": "ada"}, max_attempts=5)
+    task = editor.get(created.id)
+    assert task == created
+    body = task.to_dict()
+    assert body["due"] == "2030-01-08T09:00:00Z"
+    assert body["created_at"] == "2030-01-07T09:00:30Z"
+    assert (body["status"], body["version"], body["max_attempts"], body["attempts"]) == ("pending", 1, 5, 0)
+    json.dumps(body)  # JSON-ready
+    with pytest.raises(TaskNotFoundError) as caught:
+        editor.get("no-such-task")
+    assert caught.value.field == "id"
+
+
+def test_get_reports_running_while_an_occurrence_holds_a_live_lease(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_at("log", "2030-01-07T09:00:00Z")  # already due
+    [entry] = all_entries(runtime.store)
+    assert runtime.store.claim(entry, NOW, NOW + timedelta(seconds=60), "worker-1") is not None
+    assert editor.get(task.id).status == "running"
+    assert [t.id for t in editor.list(status="running").items] == [task.id]
+    assert editor.list(status="pending").items == []
+    frozen_now.shift(61)  # the lease ran out (a crashed worker): pending again
+    assert editor.get(task.id).status == "pending"
+
+
+# ---------------------------------------------------------------- list
+
+
+def test_list_pages_through_all_pending_tasks_in_due_order_across_shards(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    # Given 23 pending tasks at random times (spread over the 4 shards), and one cancelled
+    rng = random.Random(23)
+    ids_by_due = {}
+    for i in range(23):
+        due = NOW + timedelta(seconds=rng.randrange(60, 30 * 86400))
+        ids_by_due[editor.schedule_at("log", due, {"i": i}).id] = due
+    assert len({e.shard for e in all_entries(runtime.store)}) == runtime.store.shards
+    editor.cancel(editor.schedule_in("log", 3600).id)
+    # When we page through with limit 5
+    seen: list[Any] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = editor.list(limit=5, cursor=cursor)
+        pages += 1
+        assert len(page.items) <= 5
+        seen.extend(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+        assert pages < 10
+    # Then every pending task appears exactly once, in due order, and the cancelled one does not
+    assert [t.id for t in seen] == sorted(ids_by_due, key=lambda i: (ids_by_due[i], i))
+    assert [t.due for t in seen] == sorted(ids_by_due.values())
+    assert pages in (5, 6)
+
+
+def test_list_skips_entries_of_changed_tasks(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 3600)
+    # A crash between writing a new entry and replacing the task leaves an entry no task points at
+    stale = runtime.store.new_entry(task.id, NOW + timedelta(minutes=5), NOW + timedelta(minutes=5))
+    runtime.store.put_entry(stale, NOW)
+    assert [t.id for t in editor.list().items] == [task.id]
+    assert editor.list().items[0].due == NOW + timedelta(hours=1)
+
+
+def test_list_rejects_a_bad_cursor_naming_the_field(editor) -> None:  # type: ignore[no-untyped-def]
+    def b64(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).decode()
+
+    for cursor in [
+        "not a cursor!",
+        "e30",  # {}
+        b64(b"not json"),
+        b64(json.dumps({"after": 5}).encode()),
+        b64(json.dumps({"after": "yesterday#x"}).encode()),
+        b64(json.dumps(["after"]).encode()),
+        b64(b"\xff\xfe"),
+    ]:
+        with pytest.raises(ValidationError) as caught:
+            editor.list(cursor=cursor)
+        assert caught.value.field == "cursor", cursor
+
+
+def test_list_rejects_bad_limits_and_statuses(editor) -> None:  # type: ignore[no-untyped-def]
+    for limit in (0, 501, "5", 2.0):
+        with pytest.raises(ValidationError) as caught:
+            editor.list(limit=limit)
+        assert caught.value.field == "limit"
+    for status in ("succeeded", "cancelled", "bogus"):
+        with pytest.raises(ValidationError) as caught:
+            editor.list(status=status)
+        assert caught.value.field == "status"
+
+
+# ---------------------------------------------------------------- reschedule
+
+
+def test_rescheduling_earlier_lowers_the_rule(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 7200)
+    assert armed(runtime) == expected_rule(NOW + timedelta(hours=2))
+    # When
+    moved = editor.reschedule(task.id, due="2030-01-07T10:30:00+01:00")
+    # Then the task, its single queue entry and the rule all follow
+    assert moved.due == datetime(2030, 1, 7, 9, 30, tzinfo=UTC)
+    assert moved.version == 2
+    [entry] = all_entries(runtime.store)
+    assert entry.run_at == moved.due
+    assert armed(runtime) == expected_rule(moved.due)
+    assert runtime.trigger.reasons == []
+
+
+def test_rescheduling_later_does_not_call_putrule(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 600)
+    rule_before = armed(runtime)
+    state_before = runtime.store.read_rule_state()
+    log = OperationLog.attach(runtime)
+    # When
+    moved = editor.reschedule(task.id, delay_seconds=86400)
+    # Then no PutRule: the rule still fires early (the worker raises it later), which is harmless
+    assert not log.ops("events", "PutRule")
+    assert not log.ops("dynamodb", "UpdateItem")
+    assert armed(runtime) == rule_before
+    assert runtime.store.read_rule_state() == state_before
+    [entry] = all_entries(runtime.store)
+    assert entry.run_at == moved.due == NOW + timedelta(days=1)
+
+
+def test_rescheduling_into_the_past_invokes_the_worker(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 7200)
+    editor.reschedule(task.id, due=NOW - timedelta(minutes=1))
+    assert runtime.trigger.reasons == ["due too soon to arm"]
+    assert runtime.store.head() == NOW - timedelta(minutes=1)
+
+
+def test_reschedule_can_switch_between_schedule_kinds(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 7200)
+    as_cron = editor.reschedule(task.id, cron="0 9 * * 5", timezone="America/New_York")
+    assert (as_cron.schedule, as_cron.cron, as_cron.timezone) == ("cron", "0 9 * * 5", "America/New_York")
+    assert as_cron.due == datetime(2030, 1, 11, 14, tzinfo=UTC)
+    # only the zone: the same cron, re-evaluated in the new zone
+    in_tokyo = editor.reschedule(task.id, timezone="Asia/Tokyo")
+    assert (in_tokyo.cron, in_tokyo.due) == ("0 9 * * 5", datetime(2030, 1, 11, 0, tzinfo=UTC))
+    as_every = editor.reschedule(task.id, every="1h30m")
+    assert (as_every.schedule, as_every.every_seconds, as_every.timezone) == ("every", 5400, None)
+    assert as_every.due == NOW + timedelta(minutes=90)
+    assert as_every.version == 4
+    assert len(all_entries(runtime.store)) == 1
+
+
+def test_a_zone_only_applies_to_cron(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 7200)
+    before = snapshot(runtime)[1]
+    for call in (
+        lambda: editor.reschedule(task.id, timezone="Europe/Berlin"),
+        lambda: editor.reschedule(task.id, due="2030-01-08T10:00:00Z", timezone="Europe/Berlin"),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            call()
+        assert caught.value.field == "timezone"
+    assert editor.get(task.id).version == 1
+    assert snapshot(runtime)[1] == before
+
+
+def test_a_new_recurrence_must_start_before_the_end_it_keeps(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_every("log", "1h", end="2030-01-07T12:00:00Z")
+    before = snapshot(runtime)[1]
+    with pytest.raises(ValidationError) as caught:
+        editor.reschedule(task.id, every="1d")  # first occurrence 2030-01-08, after the end
+    assert caught.value.field == "end"
+    assert editor.get(task.id) == task
+    assert snapshot(runtime)[1] == before
+    moved = editor.reschedule(task.id, every="2h")  # still before the end: kept
+    assert (moved.end, moved.due) == (datetime(2030, 1, 7, 12, tzinfo=UTC), NOW + timedelta(hours=2))
+
+
+# ---------------------------------------------------------------- update
+
+
+def test_update_payload_and_policy_with_expected_version(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_every("log", "1h", {"to": "ada"})
+    frozen_now.shift(10)
+    # When
+    updated = editor.update(
+        task.id,
+        expected_version=1,
+        payload={"to": "grace"},
+        max_attempts=7,
+        retry_backoff_seconds=5,
+        misfire_grace_seconds=120,
+        end="2030-02-01T00:00:00Z",
+    )
+    # Then
+    assert updated.payload == {"to": "grace"}
+    assert (updated.max_attempts, updated.retry_backoff_seconds, updated.misfire_grace_seconds) == (
+        7,
+        5.0,
+        120.0,
+    )
+    assert updated.end == datetime(2030, 2, 1, tzinfo=UTC)
+    assert updated.version == 2
+    assert updated.due == task.due  # the time is untouched
+    assert updated.updated_at == NOW + timedelta(seconds=10)
+    assert editor.get(task.id) == updated
+    # And the queue entry is the same one
+    [entry] = all_entries(runtime.store)
+    assert entry.run_at == task.due
+    # A stale version is refused and changes nothing
+    with pytest.raises(VersionMismatchError) as caught:
+        editor.update(task.id, expected_version=1, payload={"to": "eve"})
+    assert caught.value.field == "version"
+    assert editor.get(task.id) == updated
+    # Clearing the grace period
+    assert (
+        editor.update(task.id, expected_version=2, misfire_grace_seconds=None).misfire_grace_seconds is None
+    )
+
+
+def test_reschedule_honours_expected_version(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 7200)
+    editor.update(task.id, payload={"v": 2})
+    before = snapshot(runtime)[1]
+    with pytest.raises(VersionMismatchError):
+        editor.reschedule(task.id, delay_seconds=60, expected_version=1)
+    assert snapshot(runtime)[1] == before
+    assert editor.reschedule(task.id, delay_seconds=600, expected_version=2).version == 3
+
+
+def test_invalid_changes_leave_the_task_and_the_queue_untouched(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    # Given a pending task with its queue entry and the rule armed for it
+    task = editor.schedule_every("log", "1h", {"to": "ada"})
+    entries_before = snapshot(runtime)[1]
+    rule_before = armed(runtime)
+    log = OperationLog.attach(runtime)
+    invalid: list[tuple[dict[str, Any], str]] = [
+        ({"max_attempts": 0}, "max_attempts"),
+        ({"payload": ["x"]}, "payload"),
+        ({"payload": {"big": "x" * (256 * 1024)}}, "payload"),
+        ({"retry_backoff_seconds": -1}, "retry_backoff_seconds"),
+        ({"due": "2030-01-08T10:00:00"}, "due"),  # naive
+        ({"due": "2200-01-01T00:00:00Z"}, "due"),
+        ({"due": "2030-01-08T10:00:00Z", "every": "2h"}, "every"),
+        ({"cron": "not a cron"}, "cron"),
+        ({"every": "0s"}, "every"),
+        ({"delay_seconds": -3}, "delay_seconds"),
+        ({"every": "2h", "max_attempts": 0}, "max_attempts"),  # valid time, invalid policy
+        ({"delay_seconds": 60, "payload": 5}, "payload"),
+        ({"end": "2030-01-07T09:00:00Z"}, "end"),  # before the next occurrence
+        ({"due": "2030-01-08T10:00:00Z", "end": "2030-02-01T00:00:00Z"}, "end"),  # a one-shot
+    ]
+    for fields, field in invalid:
+        # When an invalid change is sent
+        with pytest.raises(ValidationError) as caught:
+            editor.modify(task.id, TaskChanges(**fields))
+        # Then the error names the field
+        assert caught.value.field == field, fields
+    # And nothing changed: the task, its queue entries, the rule
+    assert editor.get(task.id) == task
+    assert snapshot(runtime)[1] == entries_before
+    assert armed(runtime) == rule_before
+    writes = {"PutItem", "UpdateItem", "DeleteItem", "PutRule", "Invoke"}
+    assert [op for _, op, _ in log.calls if op in writes] == []
+    with pytest.raises(ValidationError) as caught:
+        editor.modify(task.id, TaskChanges())
+    assert caught.value.field == "body"
+    with pytest.raises(ValidationError) as caught:
+        editor.update(task.id, action="hook")
+    assert caught.value.field == "action"
+
+
+# ---------------------------------------------------------------- cancel
+
+
+def test_cancel_keeps_the_task_readable_and_removes_it_from_the_queue(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_cron("log", "0 9 * * 5", timezone="Europe/Berlin")
+    frozen_now.shift(5)
+    # When
+    cancelled = editor.cancel(task.id)
+    # Then it stays readable as cancelled, with no next due and no queue entry
+    assert cancelled.status == "cancelled"
+    assert cancelled.due is None
+    assert cancelled.version == 2
+    assert editor.get(task.id) == cancelled
+    assert all_entries(runtime.store) == []
+    assert editor.list().items == []
+    # And it expires after the retention period (DynamoDB TTL)
+    assert runtime.store.get_task(task.id).expires_at == NOW + timedelta(seconds=5, days=7)
+
+
+def test_cancel_twice_conflicts_and_unknown_is_not_found(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 600)
+    editor.cancel(task.id)
+    for call in (
+        lambda: editor.cancel(task.id),
+        lambda: editor.reschedule(task.id, delay_seconds=60),
+        lambda: editor.update(task.id, payload={}),
+    ):
+        with pytest.raises(ConflictError) as caught:
+            call()
+        assert caught.value.field == "status"
+    assert editor.get(task.id).status == "cancelled"
+    with pytest.raises(TaskNotFoundError) as missing:
+        editor.cancel("no-such-task")
+    assert missing.value.field == "id"
+
+
+def test_cancel_honours_expected_version(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    task = editor.schedule_in("log", 600)
+    with pytest.raises(VersionMismatchError):
+        editor.cancel(task.id, expected_version=2)
+    assert editor.get(task.id).status == "pending"
+    assert editor.cancel(task.id, expected_version=1).status == "cancelled"
+
+
+def test_a_cancelled_client_id_is_not_reused(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    from editor import TaskSpec
+
+    spec = {"action": "log", "delay_seconds": 600, "id": "invoice-7"}
+    editor.create(TaskSpec(**spec))
+    editor.cancel("invoice-7")
+    again = editor.create(TaskSpec(**spec))  # identical repeat: the (cancelled) task comes back
+    assert (again.created, again.task.status) == (False, "cancelled")

@@ -1,0 +1,167 @@
+"""Store without scans (issue 2, acceptance 2): reads are independent of the backlog, no Scan on
+any runtime path, and a create writes nothing that every create writes (no hot key).
+
+Given 10,000 pending future tasks, the "what fires next" lookup (TaskStore.head) and the "what is
+due now" page (shard_entries(up_to=now) over all shards) read at most a small constant + k items
+for k due tasks. Items are counted by the store's meter, which hooks the real botocore client.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import datetime, timedelta
+
+import pytest
+
+from nexttick.store import QueueEntry, TaskRecord, TaskStore
+from nexttick.store.repository import HEAD_PAGE_SIZE
+from tests.support.oplog import OperationLog
+
+BACKLOG = 10_000
+
+
+def _pending(store: TaskStore, task_id: str, due: datetime, now: datetime) -> tuple[TaskRecord, QueueEntry]:
+    entry = store.new_entry(task_id, due, due)
+    record = TaskRecord(
+        id=task_id,
+        action="log",
+        payload={"n": task_id},
+        status="pending",
+        schedule_kind="once",
+        due=due,
+        created_at=now,
+        updated_at=now,
+        queue_key=entry.key,
+        queue_token=entry.token,
+    )
+    return record, entry
+
+
+def _due_page(store: TaskStore, now: datetime) -> list[QueueEntry]:
+    return [entry for shard in range(store.shards) for entry in store.shard_entries(shard, up_to=now)]
+
+
+@pytest.mark.slow
+def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # type: ignore[no-untyped-def]
+    runtime, editor, frozen_now
+) -> None:
+    """One backlog, loaded once (moto's Query cost grows with the table, ours must not)."""
+    store: TaskStore = runtime.store
+    shards = store.shards
+    head_bound = shards * HEAD_PAGE_SIZE  # the "small constant": independent of the backlog
+    now = runtime.clock.now()
+    # Given 10,000 pending tasks due between 1 hour and 30 days from now (batched writes)
+    rng = random.Random(10_000)
+    started = time.perf_counter()
+    dues = [now + timedelta(hours=1, seconds=rng.uniform(0, 30 * 86400)) for _ in range(BACKLOG)]
+    store.bulk_insert([_pending(store, f"future-{i:05d}", due, now) for i, due in enumerate(dues)], now)
+    print(f"\nloaded {BACKLOG} pending tasks in {time.perf_counter() - started:.1f}s")
+    log = OperationLog.attach(runtime)
+    earliest_future = min(dues)
+
+    due_ids: set[str] = set()
+    measured = []
+    for k in (0, 5, 50):
+        # Given k tasks already due (created through the editor with a past `due`)
+        while len(due_ids) < k:
+            n = len(due_ids)
+            due_ids.add(editor.schedule_at("log", now - timedelta(seconds=1 + n), {"due": n}).id)
+
+        # When the worker asks "what fires next?"
+        store.meter.reset()
+        head = store.head()
+        head_items, head_calls = store.meter.total_items_read, dict(store.meter.calls)
+        # Then it reads at most one small page per shard, whatever the backlog
+        assert head == (now - timedelta(seconds=k) if k else earliest_future)
+        assert head_items <= head_bound
+        assert head_calls == {"Query": shards}
+
+        # When the worker asks "what is due now?"
+        store.meter.reset()
+        page = _due_page(store, now)
+        page_items, page_calls = store.meter.total_items_read, dict(store.meter.calls)
+        # Then it reads exactly the k due entries: nothing of the 10,000 future ones
+        assert {e.task_id for e in page} == due_ids
+        assert page_items <= k
+        assert page_calls == {"Query": shards}
+        measured.append((k, head_items, page_items))
+    print(f"(k, items read by head(), items read by the due page) with {shards} shards:", measured)
+
+    # And the editor's calls read bounded amounts and never scan either
+    store.meter.reset()
+    task = editor.schedule_in("log", 3 * 86400, {"to": "ada"})
+    create_items = store.meter.total_items_read
+    assert create_items <= 3  # the rule record (read, and twice around PutRule when it lowers)
+    store.meter.reset()
+    assert editor.get(task.id).id == task.id
+    assert store.meter.total_items_read == 1
+    cursor = None
+    per_shard = max(2, 20 // shards + 2)
+    list_items = []
+    for _ in range(2):  # the first page and the one after it
+        store.meter.reset()
+        listed = editor.list(limit=20, cursor=cursor)
+        cursor = listed.next_cursor
+        assert len(listed.items) == 20
+        assert store.meter.items_read["Query"] <= shards * per_shard + 20
+        assert store.meter.items_read["GetItem"] == 20
+        list_items.append(store.meter.total_items_read)
+    store.meter.reset()
+    editor.reschedule(task.id, due=now + timedelta(days=1))
+    editor.update(task.id, payload={"to": "grace"}, max_attempts=5)
+    editor.cancel(task.id)
+    change_items = store.meter.total_items_read
+    assert change_items <= 8
+    print(
+        f"items read: create {create_items}, get 1, list pages {list_items}, "
+        f"reschedule+update+cancel {change_items}"
+    )
+    assert log.scans == 0
+    assert not [op for op in log.calls if op[1] == "Scan"]
+
+
+def test_a_create_behind_the_armed_minute_writes_only_its_own_two_items(runtime, editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    # Given the rule is already armed for a task due in an hour
+    editor.schedule_in("log", 3600)
+    armed = runtime.store.read_rule_state()
+    assert armed.armed_minute is not None
+    log = OperationLog.attach(runtime)
+    # When a far-future task is created
+    task = editor.schedule_in("log", 30 * 86400, {"far": True})
+    # Then exactly: PutItem queue entry, PutItem task, GetItem rule record - nothing else
+    assert log.count() == {"dynamodb.PutItem": 2, "dynamodb.GetItem": 1}
+    put_keys = sorted(p["Item"]["pk"]["S"] for p in log.ops("dynamodb", "PutItem"))
+    assert put_keys[1] == f"T#{task.id}"
+    assert put_keys[0].startswith("Q#")
+    [get] = log.ops("dynamodb", "GetItem")
+    assert get["Key"] == {"pk": {"S": "RULE"}, "sk": {"S": "STATE"}}
+    assert get["ConsistentRead"] is True
+    # no UpdateItem (the rule record is untouched), no PutRule, no worker invoke
+    assert runtime.store.read_rule_state() == armed
+
+
+def test_creates_spread_over_shards_and_share_no_written_key(runtime, editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    # Given the rule is armed early
+    editor.schedule_in("log", 3600)
+    log = OperationLog.attach(runtime)
+    # When 400 later tasks are created
+    for i in range(400):
+        editor.schedule_in("log", 7200 + i)
+    # Then every written item key is distinct (no counter, no single queue item written per create)
+    written = [(p["Item"]["pk"]["S"], p["Item"]["sk"]["S"]) for p in log.ops("dynamodb", "PutItem")]
+    assert len(written) == 800
+    assert len(set(written)) == 800
+    assert not log.ops("dynamodb", "UpdateItem")
+    assert not log.ops("events", "PutRule")
+    # And the queue partitions are used evenly (crc32 of random ids): no hot partition key
+    per_shard: dict[str, int] = {}
+    for pk, _ in written:
+        if pk.startswith("Q#"):
+            per_shard[pk] = per_shard.get(pk, 0) + 1
+    shards = runtime.store.shards
+    assert len(per_shard) == shards
+    assert max(per_shard.values()) < 2.5 * (400 / shards)
+    # The only item every create touches is the rule record, and only with a (cheap) read
+    reads = {p["Key"]["pk"]["S"] for p in log.ops("dynamodb", "GetItem")}
+    assert reads == {"RULE"}

@@ -1,0 +1,99 @@
+"""TaskStore queue and task primitives against moto: ordering, bounds, tokens, leases, CAS."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from nexttick.store import TaskRecord, TaskStore
+from nexttick.store.keys import queue_sort_key
+
+NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
+
+
+def _entry(store: TaskStore, task_id: str, run_at: datetime):  # type: ignore[no-untyped-def]
+    entry = store.new_entry(task_id, run_at, run_at)
+    store.put_entry(entry, NOW)
+    return entry
+
+
+def _same_shard_ids(store: TaskStore, n: int) -> list[str]:
+    ids = [f"t{i}" for i in range(200)]
+    shard0 = [i for i in ids if store.new_entry(i, NOW, NOW).shard == 0]
+    return shard0[:n]
+
+
+def test_shard_entries_are_in_run_time_order_and_bounded_by_up_to(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    store = runtime.store
+    ids = _same_shard_ids(store, 4)
+    times = [NOW + timedelta(seconds=s) for s in (30, -10, 0, 0.000001)]
+    for task_id, at in zip(ids, times, strict=True):
+        _entry(store, task_id, at)
+    # all, in order
+    assert [e.run_at for e in store.shard_entries(0)] == sorted(times)
+    # due by NOW: inclusive of an entry due exactly now, not of one a microsecond later
+    assert [e.run_at for e in store.shard_entries(0, up_to=NOW)] == [NOW - timedelta(seconds=10), NOW]
+    # after a key, and after a key and up to a time
+    first = next(store.shard_entries(0))
+    assert [e.run_at for e in store.shard_entries(0, after_key=first.key)] == sorted(times)[1:]
+    assert [e.run_at for e in store.shard_entries(0, up_to=NOW, after_key=first.key)] == [NOW]
+    # an after_key beyond up_to selects nothing, without sending the reversed BETWEEN that DynamoDB
+    # rejects with a ValidationException (moto accepts it, so count the queries instead)
+    last_key = queue_sort_key(NOW + timedelta(seconds=30), ids[0])
+    store.meter.reset()
+    assert list(store.shard_entries(0, up_to=NOW, after_key=last_key)) == []
+    assert store.meter.calls["Query"] == 0
+    assert "Scan" not in store.meter.calls
+
+
+def test_delete_entry_only_with_its_own_token(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    store = runtime.store
+    entry = _entry(store, "a", NOW)
+    assert store.delete_entry(entry.shard, entry.key, "someone-else") is False
+    assert store.get_entry(entry.shard, entry.key) is not None
+    assert store.delete_entry(entry.shard, entry.key, entry.token) is True
+    assert store.get_entry(entry.shard, entry.key) is None
+    assert store.delete_entry(entry.shard, entry.key, entry.token) is False
+
+
+def test_a_lease_is_exclusive_until_it_expires_and_hides_the_entry_from_the_head(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    store = runtime.store
+    a, b = _same_shard_ids(store, 2)
+    first = _entry(store, a, NOW - timedelta(seconds=5))
+    _entry(store, b, NOW + timedelta(minutes=10))
+    assert store.head() == NOW - timedelta(seconds=5)
+    # When worker 1 leases the due entry for a minute
+    claimed = store.claim(first, NOW, NOW + timedelta(seconds=60), "w1")
+    assert claimed is not None and claimed.lease_owner == "w1"
+    # Then nobody else can claim it, and the head is the lease's end
+    assert store.claim(first, NOW, NOW + timedelta(seconds=60), "w2") is None
+    assert store.head() == NOW + timedelta(seconds=60)
+    # The owner can extend its lease, others cannot
+    assert store.defer_entry(claimed, "w2", NOW + timedelta(minutes=5)) is False
+    assert store.defer_entry(claimed, "w1", NOW + timedelta(minutes=20)) is True
+    assert store.head() == NOW + timedelta(minutes=10)  # the next entry is earlier than the lease end
+    # After the lease expires another worker may take it over
+    later = NOW + timedelta(minutes=21)
+    assert store.claim(first, later, later + timedelta(seconds=60), "w2") is not None
+
+
+def test_replace_task_is_a_compare_and_set_on_the_version(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    store = runtime.store
+    record = TaskRecord(
+        id="cas",
+        action="log",
+        payload={},
+        status="pending",
+        schedule_kind="once",
+        due=NOW,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    store.insert_task(record)
+    record.version = 2
+    record.payload = {"v": 2}
+    assert store.replace_task(record, expected_version=1) is True
+    record.version = 3
+    record.payload = {"v": 3}
+    assert store.replace_task(record, expected_version=1) is False  # a stale writer loses
+    stored = store.get_task("cas")
+    assert (stored.version, stored.payload) == (2, {"v": 2})

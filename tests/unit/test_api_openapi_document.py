@@ -1,0 +1,38 @@
+"""The committed OpenAPI document is the one the code generates (run `make openapi` to refresh)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nexttick.api.openapi import DEFAULT_PATH, generated
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_committed_document_matches_the_code() -> None:
+    # Given the committed document and the one generated from the routes and models
+    committed = (ROOT / DEFAULT_PATH).read_text(encoding="utf-8")
+    # Then they are byte for byte the same
+    assert committed == generated(), "docs/openapi.json is out of date: run `make openapi`"
+
+
+def test_every_operation_documents_its_errors_with_the_error_model() -> None:
+    # Given the generated document
+    document = json.loads(generated())
+    # Then every 4xx answer of every operation uses ErrorOut, and no Powertools default remains
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if status.startswith("4"):
+                    schema = response["content"]["application/json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/ErrorOut"}, (method, path, status)
+    assert "HTTPValidationError" not in json.dumps(document)
+
+
+def test_task_responses_require_every_field() -> None:
+    # Given the task schema
+    task = json.loads(generated())["components"]["schemas"]["TaskOut"]
+    # Then every property is required (nullable ones are explicit) and no other may appear
+    assert set(task["required"]) == set(task["properties"])
+    assert task["additionalProperties"] is False
