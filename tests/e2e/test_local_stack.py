@@ -224,8 +224,7 @@ def test_a_restart_loses_nothing(scenario: Scenario) -> None:
     s = scenario
     stack, receiver = s.stack, s.receiver
     # Given a task due while the stack is down, one due after it is back, and a recurring task
-    before_restart = len(receiver.of("every-20s"))
-    assert before_restart >= 1
+    assert len(receiver.wait_for("every-20s", 1, timeout=60)) >= 1
     soon = stack.post({"action": "hook", "delay_seconds": 6, "id": "due-while-down"})
     later = stack.cli("add", "--action", "hook", "--in", "45s", "--id", "due-after-restart")
     # When the stack is stopped with SIGTERM and started again on the same state directory
@@ -281,6 +280,7 @@ def test_the_idle_stack_uses_no_cpu(scenario: Scenario) -> None:
     s = scenario
     # Given nothing pending soon (the last tasks ran, the recurring ones are cancelled) and the last
     # worker invocation finished (a quiet second; at most 30 s)
+    s.wait_until(max(s.armed.values()) + 10)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         before = cpu_seconds(s.stack.pid)
