@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.metrics import MetricUnit
 
 from editor import Editor
 from nexttick.api.app import build_app
-
-SERVICE = "nexttick-api"
-logger = Logger(service=SERVICE)
-tracer = Tracer(service=SERVICE)
-metrics = Metrics(namespace="nexttick", service=SERVICE)
+from nexttick.observability import MetricUnit, logger, metrics, tracer
 
 app = build_app(Editor.from_env)
 

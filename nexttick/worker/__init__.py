@@ -1,0 +1,18 @@
+"""The worker domain: run loop, claims, completion, retries, recurrence advance (issue 3)."""
+
+from nexttick.worker.completion import Attempt, NextRun, Plan, RunOutcome, plan_completion, retry_delay
+from nexttick.worker.events import WorkerEvent, classify_event
+from nexttick.worker.loop import RunReport, Worker
+
+__all__ = [
+    "Attempt",
+    "NextRun",
+    "Plan",
+    "RunOutcome",
+    "RunReport",
+    "Worker",
+    "WorkerEvent",
+    "classify_event",
+    "plan_completion",
+    "retry_delay",
+]

@@ -1,0 +1,147 @@
+"""What a finished attempt does to its task — pure functions, no I/O (unit-tested directly).
+
+* one-shot success → `succeeded`; failure with attempts left → a retry entry (exponential backoff
+  with full jitter, same occurrence); attempts exhausted → `failed`; misfire → `skipped`.
+  Finished one-shot tasks get `expires_at` (TTL) after the retention period.
+* recurring → the next occurrence from the *scheduled* time (missed ones coalesce), or finished
+  (`succeeded`) past `end`; a failure with attempts left retries first unless the retry would
+  reach the next occurrence.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from nexttick.schedules import Recurrence, ScheduleKind
+from nexttick.store.records import LastRun, TaskRecord
+
+PENDING = "pending"
+MIN_RETRY_SECONDS = 1.0
+MAX_RETRY_SECONDS = 7 * 86400.0
+MAX_ERROR_CHARS = 1000
+
+
+class RunOutcome(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What happened to one attempt of one occurrence."""
+
+    scheduled_for: datetime
+    attempt: int
+    started_at: datetime
+    finished_at: datetime
+    outcome: RunOutcome
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class NextRun:
+    """The queue entry to write for the task's next run (a retry or the next occurrence)."""
+
+    run_at: datetime
+    scheduled_for: datetime
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    record: TaskRecord  # the task to write (queue_key/queue_token still to be set if next_run)
+    next_run: NextRun | None
+    result: str  # succeeded | failed | retrying | skipped (last_run.outcome)
+
+
+def recurrence_of(task: TaskRecord) -> Recurrence:
+    return Recurrence(
+        ScheduleKind(task.schedule_kind),
+        cron=task.cron,
+        timezone=task.timezone,
+        every_seconds=task.every_seconds,
+    )
+
+
+def misfire_deadline(task: TaskRecord, scheduled_for: datetime) -> datetime | None:
+    """The latest start allowed by `misfire_grace_seconds` (None: no deadline)."""
+    if task.misfire_grace_seconds is None:
+        return None
+    return scheduled_for + timedelta(seconds=task.misfire_grace_seconds)
+
+
+def misfired(task: TaskRecord, scheduled_for: datetime, start: datetime) -> bool:
+    deadline = misfire_deadline(task, scheduled_for)
+    return deadline is not None and start > deadline
+
+
+def retry_delay(backoff_seconds: float, attempt: int, rng: random.Random) -> float:
+    """Full jitter: uniform in [0, backoff * 2^(attempt-1)], at least 1 s (or the whole base when
+    it is below 1 s), at most a week."""
+    base = min(MAX_RETRY_SECONDS, backoff_seconds * 2 ** min(attempt - 1, 30))
+    return max(min(MIN_RETRY_SECONDS, base), rng.uniform(0, base))
+
+
+def _last_run(a: Attempt, result: str) -> LastRun:
+    return LastRun(
+        started_at=a.started_at,
+        finished_at=a.finished_at,
+        outcome=result,
+        error=a.error[:MAX_ERROR_CHARS] if a.error else None,
+        scheduled_for=a.scheduled_for,
+        attempt=a.attempt,
+    )
+
+
+def record_only(task: TaskRecord, a: Attempt, now: datetime) -> TaskRecord:
+    """The task was rescheduled / cancelled while the attempt ran: record the run, touch nothing
+    of its schedule (never resurrect the old one)."""
+    result = a.outcome.value
+    return replace(
+        task,
+        runs=task.runs + (0 if a.outcome is RunOutcome.SKIPPED else 1),
+        last_run=_last_run(a, result),
+        version=task.version + 1,
+        updated_at=now,
+    )
+
+
+def plan_completion(
+    task: TaskRecord, a: Attempt, now: datetime, *, retention: timedelta, rng: random.Random
+) -> Plan:
+    """The new task record (and next queue entry, if any) after attempt `a` of a pending task."""
+    ran = a.outcome is not RunOutcome.SKIPPED
+    base = replace(task, runs=task.runs + (1 if ran else 0), version=task.version + 1, updated_at=now)
+    recurring = task.schedule_kind != ScheduleKind.ONCE.value
+    next_due = recurrence_of(task).next_due_from(a.scheduled_for, now) if recurring else None
+    if next_due is not None and task.end is not None and next_due > task.end:
+        next_due = None
+
+    if a.outcome is RunOutcome.FAILED and a.attempt < task.max_attempts:
+        retry_at = now + timedelta(seconds=retry_delay(task.retry_backoff_seconds, a.attempt, rng))
+        deadline = misfire_deadline(task, a.scheduled_for)
+        if (deadline is None or retry_at <= deadline) and (next_due is None or retry_at < next_due):
+            record = replace(base, due=a.scheduled_for, attempts=a.attempt, last_run=_last_run(a, "retrying"))
+            return Plan(record, NextRun(retry_at, a.scheduled_for, a.attempt + 1), "retrying")
+
+    result = a.outcome.value
+    if next_due is not None:  # recurring: on to the next occurrence, whatever this one did
+        record = replace(base, due=next_due, attempts=0, last_run=_last_run(a, result))
+        return Plan(record, NextRun(next_due, next_due, 1), result)
+
+    status = result if not recurring else RunOutcome.SUCCEEDED.value  # a finished series succeeded
+    record = replace(
+        base,
+        status=status,
+        due=None,
+        queue_key=None,
+        queue_token=None,
+        attempts=a.attempt if ran else task.attempts,
+        last_run=_last_run(a, result),
+        expires_at=now + retention,
+    )
+    return Plan(record, None, result)

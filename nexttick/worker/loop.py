@@ -1,0 +1,309 @@
+"""The worker's run loop: claim due occurrences, run them on a bounded pool, complete, re-arm.
+
+One invocation:
+1. a *pass* reads the entries due by now from every shard (lazy, bounded pages merged in due
+   order), skips live leases, and submits at most `pool_size` occurrences at a time; each is
+   claimed with a conditional lease, validated against its task, run, and completed;
+2. passes repeat while they find work; then `rule_sync.rearm()` points the rule at the head;
+3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
+   to the exact instant) when the remaining time allows, otherwise the worker re-invokes itself;
+4. before claiming anything it checks the remaining time against a safety margin (the longest
+   action timeout plus a few seconds), so no run is cut off with the rule on a past minute.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from nexttick.actions import ActionRegistry, Delivery
+from nexttick.observability import MetricUnit, logger, metrics
+from nexttick.rulesync import Outcome
+from nexttick.runtime import Runtime
+from nexttick.store.records import QueueEntry, TaskRecord
+from nexttick.worker.completion import (
+    PENDING,
+    Attempt,
+    RunOutcome,
+    misfired,
+    plan_completion,
+    record_only,
+)
+
+# Extra seconds on top of the longest action timeout kept in reserve for completion and re-arm.
+SAFETY_SECONDS = 5.0
+# An entry no task points at is deleted once this old (younger ones may belong to a write in flight).
+STALE_ENTRY_AGE = timedelta(minutes=5)
+# An entry written this long before its task's last update cannot be a write in flight (clock skew).
+CLOCK_SKEW = timedelta(seconds=5)
+MIN_DEFER = timedelta(seconds=2)
+MAX_DEFER = timedelta(seconds=60)
+MIN_WAIT_SECONDS = 0.05
+MIN_HAND_OVER_WAIT_SECONDS = 1.0
+MAX_CAS_ATTEMPTS = 20
+_LOG_KEYS = ("task_id", "scheduled_for", "attempt")
+
+Hook = Callable[[str, QueueEntry], None]
+
+
+def _no_hook(_step: str, _entry: QueueEntry) -> None:
+    return None
+
+
+@dataclass
+class RunReport:
+    """What one invocation did (returned by the handler; counts by result)."""
+
+    results: Counter[str] = field(default_factory=Counter)
+    passes: int = 0
+    waited_seconds: float = 0.0
+    outcome: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "passes": self.passes,
+            "waited_seconds": round(self.waited_seconds, 3),
+            **dict(sorted(self.results.items())),
+        }
+
+
+@dataclass(frozen=True)
+class _Done:
+    result: str  # succeeded | failed | retrying | skipped | contended | stale | deferred | error
+    lateness_ms: float | None = None
+
+
+class Worker:
+    """Runs what is due until nothing is, then re-arms. One instance per invocation."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        registry: ActionRegistry,
+        *,
+        owner: str,
+        remaining_ms: float,
+        hook: Hook = _no_hook,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.store = runtime.store
+        self.clock = runtime.clock
+        self.settings = runtime.settings
+        self.registry = registry
+        self.owner = owner
+        self.deadline = self.clock.now() + timedelta(milliseconds=remaining_ms)
+        # Stop claiming when less than the longest action (plus completion) is left — but never
+        # reserve more than half the invocation, or a short timeout would only re-invoke itself.
+        self.margin = min(registry.max_timeout_seconds + SAFETY_SECONDS, remaining_ms / 2000)
+        self.lease = timedelta(seconds=self.settings.lease_seconds)
+        self.retention = timedelta(days=self.settings.retention_days)
+        self.hook = hook
+        self.rng = rng or random.Random()
+        self.report = RunReport()
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> RunReport:
+        pool_size = self.settings.pool_size
+        with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="nexttick-run") as pool:
+            while True:
+                if self.remaining() < self.margin:
+                    return self._hand_off("little time left")
+                if self._pass(pool, pool_size):
+                    continue  # more may have become due meanwhile
+                if self.remaining() < self.margin:
+                    return self._hand_off("little time left")
+                rearm = self.runtime.rule_sync.rearm()
+                if rearm.outcome is not Outcome.DUE_SOON:
+                    return self._finish(rearm.outcome.value)
+                assert rearm.head is not None
+                wait_seconds = (rearm.head - self.clock.now()).total_seconds()
+                if self.remaining() - wait_seconds < self.margin:
+                    # Beyond this invocation: spend what it has first, so a short timeout does not
+                    # turn into a rapid chain of invocations, then hand over to a fresh one.
+                    usable = self.remaining() - self.margin
+                    if usable >= MIN_HAND_OVER_WAIT_SECONDS:
+                        self._sleep(usable)
+                        continue
+                    return self._reinvoke("next due time is beyond this invocation")
+                self._sleep(max(wait_seconds, MIN_WAIT_SECONDS))
+
+    def remaining(self) -> float:
+        return (self.deadline - self.clock.now()).total_seconds()
+
+    def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> bool:
+        """Submit every claimable entry due by now, at most `pool_size` in flight. True if any."""
+        self.report.passes += 1
+        now = self.clock.now()
+        page = self.settings.page_size
+        streams = [self.store.shard_entries(s, up_to=now, page_size=page) for s in range(self.store.shards)]
+        in_flight: set[Future[_Done]] = set()
+        submitted = 0
+        for entry in heapq.merge(*streams, key=lambda e: e.key):
+            if entry.leased_at(now):
+                continue  # running elsewhere (or deferred); its lease end is part of the head
+            while len(in_flight) >= pool_size:
+                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                self._collect(done)
+            if self.remaining() < self.margin:
+                break
+            in_flight.add(pool.submit(self._process, entry))
+            submitted += 1
+        self._collect(wait(in_flight).done)
+        if submitted:
+            metrics.add_metric(name="batch_size", unit=MetricUnit.Count, value=submitted)
+        return submitted > 0
+
+    def _collect(self, done: set[Future[_Done]]) -> None:
+        for future in done:
+            outcome = future.result()  # a BaseException (crash) propagates and ends the run
+            self.report.results[outcome.result] += 1
+            if outcome.result in ("succeeded", "failed", "retrying"):
+                metrics.add_metric(name="runs", unit=MetricUnit.Count, value=1)
+            if outcome.result in ("failed", "retrying"):
+                metrics.add_metric(name="failures", unit=MetricUnit.Count, value=1)
+            elif outcome.result == "skipped":
+                metrics.add_metric(name="skips", unit=MetricUnit.Count, value=1)
+            elif outcome.result in ("stale", "error"):
+                metrics.add_metric(name=f"{outcome.result}_entries", unit=MetricUnit.Count, value=1)
+            if outcome.lateness_ms is not None:
+                metrics.add_metric(name="lateness", unit=MetricUnit.Milliseconds, value=outcome.lateness_ms)
+
+    def _sleep(self, seconds: float) -> None:
+        self.report.waited_seconds += seconds
+        self.clock.sleep(seconds)
+
+    def _hand_off(self, reason: str) -> RunReport:
+        """Out of time: re-arm for what is left, or re-invoke when it is due too soon to arm."""
+        rearm = self.runtime.rule_sync.rearm()
+        if rearm.outcome is Outcome.DUE_SOON:
+            return self._reinvoke(reason)
+        return self._finish(rearm.outcome.value)
+
+    def _reinvoke(self, reason: str) -> RunReport:
+        self.runtime.trigger.wake("continue")
+        return self._finish("reinvoked", reason)
+
+    def _finish(self, outcome: str, reason: str | None = None) -> RunReport:
+        self.report.outcome = outcome
+        logger.info("worker run finished", extra={"report": self.report.to_dict(), "reason": reason})
+        return self.report
+
+    # ------------------------------------------------------------------ one occurrence (pool thread)
+    def _process(self, entry: QueueEntry) -> _Done:
+        logger.thread_safe_append_keys(
+            task_id=entry.task_id, scheduled_for=entry.scheduled_for.isoformat(), attempt=entry.attempt
+        )
+        try:
+            return self._process_claimed(entry)
+        except Exception:  # leave the lease: the occurrence runs again after it expires
+            logger.exception("occurrence abandoned; it runs again after its lease")
+            return _Done("error")
+        finally:
+            logger.thread_safe_remove_keys(_LOG_KEYS)
+
+    def _process_claimed(self, entry: QueueEntry) -> _Done:
+        self.hook("claim", entry)
+        now = self.clock.now()
+        claimed = self.store.claim(entry, now, lease_until=now + self.lease, owner=self.owner)
+        if claimed is None:
+            return _Done("contended")
+        self.hook("claimed", entry)
+        task = self.store.get_task(entry.task_id)
+        self.hook("task-read", entry)
+        if task is None or task.status != PENDING or task.queue_token != entry.token:
+            return _Done(self._stale(claimed, task, now))
+
+        started = self.clock.now()
+        lateness_ms = (started - entry.run_at).total_seconds() * 1000
+        if misfired(task, entry.scheduled_for, started):
+            attempt = Attempt(
+                entry.scheduled_for,
+                entry.attempt,
+                started,
+                started,
+                RunOutcome.SKIPPED,
+                f"misfire: started {(started - entry.scheduled_for).total_seconds():.3f}s late, "
+                f"grace {task.misfire_grace_seconds}s",
+            )
+            lateness = None
+        else:
+            attempt = self._run(task, entry, started)
+            lateness = lateness_ms
+        self.hook("ran", entry)
+        result = self._complete(claimed, task, attempt)
+        logger.info(
+            "occurrence finished",
+            extra={
+                "action": task.action,
+                "result": result,
+                "lateness_ms": round(lateness_ms, 3),
+                "error": attempt.error,
+            },
+        )
+        return _Done(result, lateness)
+
+    def _run(self, task: TaskRecord, entry: QueueEntry, started: datetime) -> Attempt:
+        delivery = Delivery(task.id, task.action, task.payload, entry.scheduled_for, started, entry.attempt)
+        try:
+            self.registry.deliver(delivery)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            return Attempt(
+                entry.scheduled_for, entry.attempt, started, self.clock.now(), RunOutcome.FAILED, error
+            )
+        return Attempt(entry.scheduled_for, entry.attempt, started, self.clock.now(), RunOutcome.SUCCEEDED)
+
+    def _stale(self, entry: QueueEntry, task: TaskRecord | None, now: datetime) -> str:
+        """The entry is not the task's live pointer: delete it when it cannot be a write in flight,
+        otherwise hide it briefly (our lease) and look again."""
+        created = entry.created_at
+        superseded = task is not None and created is not None and created < task.updated_at - CLOCK_SKEW
+        age = now - created if created is not None else STALE_ENTRY_AGE
+        if superseded or age >= STALE_ENTRY_AGE:
+            self.store.delete_entry(entry.shard, entry.key, entry.token)
+            logger.info("stale queue entry deleted", extra={"entry": entry.key})
+            return "stale"
+        defer = min(max(MIN_DEFER, age / 2), MAX_DEFER)
+        self.store.defer_entry(entry, self.owner, now + defer)
+        return "deferred"
+
+    def _complete(self, entry: QueueEntry, task: TaskRecord | None, attempt: Attempt) -> str:
+        """Write the outcome with compare-and-set; then delete the claimed entry (by token)."""
+        result = attempt.outcome.value
+        for _ in range(MAX_CAS_ATTEMPTS):
+            if task is None:
+                break
+            now = self.clock.now()
+            if task.status != PENDING or task.queue_token != entry.token:
+                # Rescheduled or cancelled while running: record the run only.
+                if self.store.replace_task(record_only(task, attempt, now), task.version):
+                    break
+            else:
+                plan = plan_completion(task, attempt, now, retention=self.retention, rng=self.rng)
+                record, new_entry = plan.record, None
+                if plan.next_run is not None:
+                    nxt = plan.next_run
+                    new_entry = self.store.new_entry(task.id, nxt.run_at, nxt.scheduled_for, nxt.attempt)
+                    record.queue_key, record.queue_token = new_entry.key, new_entry.token
+                    self.store.put_entry(new_entry, now)
+                    self.hook("entry-put", entry)
+                if self.store.replace_task(record, task.version):
+                    result = plan.result
+                    break
+                if new_entry is not None:
+                    self.store.delete_entry(new_entry.shard, new_entry.key, new_entry.token)
+            task = self.store.get_task(entry.task_id)  # changed meanwhile: decide on the fresh record
+        else:
+            raise RuntimeError(f"task {entry.task_id} kept changing; completion abandoned")
+        self.hook("task-replaced", entry)
+        self.store.delete_entry(entry.shard, entry.key, entry.token)
+        self.hook("entry-deleted", entry)
+        return result

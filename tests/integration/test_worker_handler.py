@@ -1,0 +1,127 @@
+"""The Lambda handler: event kinds, sync, fail-fast configuration, logs and metrics."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from lambdas.worker import handler as worker_handler
+from nexttick.actions import ActionConfigError
+from nexttick.config import NextTickSettings, get_settings
+from nexttick.observability import logger
+from nexttick.observability import metrics as powertools_metrics
+from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv, make_env, make_moto_atomic
+
+SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
+
+@pytest.fixture
+def settings() -> NextTickSettings:
+    return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4)
+
+
+@pytest.fixture
+def env(frozen_now, runtime, monkeypatch) -> Iterator[WorkerEnv]:  # type: ignore[no-untyped-def]
+    make_moto_atomic(monkeypatch)
+    env = make_env(runtime, frozen_now)
+    monkeypatch.setattr(worker_handler, "_deps", (env.runtime, env.registry))
+    yield env
+
+
+@pytest.fixture
+def logs() -> Iterator[io.StringIO]:
+    """What the Powertools logger writes (its handler keeps the stream it was created with)."""
+    buffer = io.StringIO()
+    handler = logger.registered_handler
+    previous = handler.setStream(buffer)
+    yield buffer
+    handler.setStream(previous)
+
+
+def call(env: WorkerEnv, event: object) -> dict:
+    return worker_handler.handler(event, FakeContext(env.clock, remaining_seconds=120))
+
+
+def emf_metrics(output: str) -> dict[str, list[float]]:
+    """Metric name -> values from the EMF lines Powertools printed."""
+    found: dict[str, list[float]] = {}
+    for line in output.splitlines():
+        if '"_aws"' not in line:
+            continue
+        blob = json.loads(line)
+        [directive] = blob["_aws"]["CloudWatchMetrics"]
+        assert directive["Namespace"] == "nexttick"
+        for metric in directive["Metrics"]:
+            value = blob[metric["Name"]]
+            found.setdefault(metric["Name"], []).extend(value if isinstance(value, list) else [value])
+    return found
+
+
+def test_unknown_events_are_logged_and_ignored(env: WorkerEnv, logs: io.StringIO) -> None:
+    for event in ({"source": "aws.s3"}, {"source": "nexttick", "action": "explode"}, {}):
+        assert call(env, event) == {"outcome": "ignored"}
+    assert logs.getvalue().count("ignoring an event the worker does not handle") == 3
+
+
+def test_scheduled_event_runs_due_work_logs_by_task_and_flushes_metrics(
+    env: WorkerEnv, capsys: pytest.CaptureFixture[str], logs: io.StringIO
+) -> None:
+    # Given two due tasks, one with a payload that must not reach INFO logs
+    due = env.now() + timedelta(minutes=2)
+    a = env.editor.schedule_at("log", due, {"secret": "s3cr3t-value"})
+    b = env.editor.schedule_at("record", due)
+    env.travel_to(due + timedelta(seconds=2))
+    capsys.readouterr()
+    powertools_metrics.clear_metrics()  # other tests in this process ran workers without the handler's flush
+    # When the rule's event arrives
+    result = call(env, SCHEDULED)
+    out = logs.getvalue()
+    # Then both ran, logs are correlated by task id, payloads stay out of INFO logs
+    assert result["event"] == "scheduled" and result["succeeded"] == 2
+    assert len(RECORDER.calls[b.id]) == 1
+    lines = [json.loads(line) for line in out.splitlines()]
+    finished = {line["task_id"]: line for line in lines if line.get("message") == "occurrence finished"}
+    assert set(finished) == {a.id, b.id} and finished[a.id]["lateness_ms"] == 2000.0
+    assert "s3cr3t-value" not in out
+    # And the metrics were flushed for this invocation
+    metrics = emf_metrics(capsys.readouterr().out)
+    assert sum(metrics["runs"]) == 2
+    assert metrics["lateness"] == [2000.0, 2000.0] and metrics["batch_size"] == [2.0]
+    assert metrics["invocations"] == [1.0]
+
+
+def test_sync_event_rederives_the_rule_then_runs(env: WorkerEnv) -> None:
+    # Given a pending task and a rule that a redeploy reset to the epoch
+    task = env.editor.schedule_in("record", 3600)
+    env.runtime.rule.put(None)
+    # When the deploy sends the sync event
+    result = call(env, {"source": "nexttick", "action": "sync"})
+    # Then the rule points at the task again
+    assert result["event"] == "sync"
+    assert env.runtime.rule.current() == env.runtime.rule_sync.timing.fire_minute(task.due)
+
+
+def test_wake_event_runs_what_is_due(env: WorkerEnv) -> None:
+    task = env.editor.schedule_in("record", 0)  # due now: the editor invokes the worker directly
+    assert env.runtime.trigger.reasons  # the editor asked for a wake
+    result = call(env, {"source": "nexttick", "action": "wake", "reason": "due too soon to arm"})
+    assert result["event"] == "wake" and len(RECORDER.calls[task.id]) == 1
+
+
+def test_invalid_action_configuration_fails_the_cold_start(
+    resources: NextTickSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a deployment whose NEXTTICK_ACTIONS names an unknown kind
+    monkeypatch.setenv("NEXTTICK_ACTIONS", json.dumps({"hook": {"type": "carrier-pigeon"}}))
+    monkeypatch.setattr(worker_handler, "_deps", None)
+    get_settings.cache_clear()
+    try:
+        # When the container builds its dependencies, Then it fails naming the action
+        with pytest.raises(ActionConfigError, match=r"actions\.hook\.type"):
+            worker_handler.dependencies()
+    finally:
+        get_settings.cache_clear()
