@@ -1,0 +1,165 @@
+"""An emulated EventBridge for the single scheduled rule.
+
+It reads the rule through the events API (DescribeRule on the moto server), and fires the way AWS
+does: at a random second inside the scheduled minute, then after a delivery delay (0-5 s by
+default) it invokes the target asynchronously. It never fires for a minute whose firing instant had
+already passed when the rule was set (a year-pinned cron in the past never fires), and fires at most
+once per armed minute. Between firings it sleeps until the next one or until the rule changes
+(`notify`, called by the moto server's rule-change middleware) — no spinning loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from nexttick.aws import parse_rule_minute
+from nexttick.clock import SYSTEM_CLOCK, Clock
+from nexttick.timeutil import floor_minute
+
+logger = logging.getLogger("local-stack")
+
+Deliver = Callable[[dict[str, Any], float], None]  # (event, delay seconds)
+# A safety re-read of the rule while idle; changes normally arrive through `notify` at once.
+RESYNC_SECONDS = 30.0
+_FORGET_AFTER = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class FiringPolicy:
+    """Where inside its minute the rule fires and how long delivery to the target takes."""
+
+    jitter: bool = True  # False: exactly at second 0, no delivery delay (deterministic)
+    max_delivery_delay: float = 5.0
+
+    def draw(self, rng: random.Random) -> tuple[float, float]:
+        """(seconds into the minute, delivery delay in seconds)."""
+        if not self.jitter:
+            return 0.0, 0.0
+        return rng.uniform(0.0, 60.0), rng.uniform(0.0, self.max_delivery_delay)
+
+
+@dataclass
+class _Plan:
+    trigger_at: datetime  # the instant inside the minute EventBridge evaluates the rule
+    delay: float  # then the target receives the event this much later
+    seen_at: datetime  # when we first saw the rule armed for this minute
+
+
+class EventBridgeEmulator:
+    """Fires one scheduled rule (a year-pinned cron for one minute, or the epoch) like EventBridge."""
+
+    def __init__(
+        self,
+        events_client: Any,
+        rule_name: str,
+        deliver: Deliver,
+        *,
+        policy: FiringPolicy = FiringPolicy(),
+        clock: Clock = SYSTEM_CLOCK,
+        rng: random.Random | None = None,
+        resync_seconds: float = RESYNC_SECONDS,
+    ) -> None:
+        self.client = events_client
+        self.rule_name = rule_name
+        self.deliver = deliver
+        self.policy = policy
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.resync_seconds = resync_seconds
+        self.fired: list[datetime] = []  # armed minutes delivered, in order
+        self.missed: list[datetime] = []  # armed minutes that were already past when set
+        self._plans: dict[datetime, _Plan] = {}
+        self._done: set[datetime] = set()
+        self._changed = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="eventbridge-emulator", daemon=True)
+        self._arn: str | None = None
+
+    # ------------------------------------------------------------------ control
+    def notify(self) -> None:
+        """The rule may have changed: re-read it now."""
+        self._changed.set()
+
+    def start(self) -> EventBridgeEmulator:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._changed.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._changed.clear()
+            try:
+                wait = self.step()
+            except Exception:
+                logger.exception("eventbridge emulator: reading the rule failed; retrying")
+                wait = 1.0
+            self._changed.wait(wait)
+
+    # ------------------------------------------------------------------ one decision
+    def step(self) -> float:
+        """Read the rule, fire it if its instant has come; return how long to sleep at most."""
+        now = self.clock.now()
+        described = self.client.describe_rule(Name=self.rule_name)
+        self._arn = described.get("Arn")
+        minute = parse_rule_minute(described.get("ScheduleExpression", ""))
+        self._forget(now)
+        if described.get("State") != "ENABLED" or not isinstance(minute, datetime) or minute in self._done:
+            return self.resync_seconds
+        plan = self._plans.get(minute)
+        if plan is None:
+            offset, delay = self.policy.draw(self.rng)
+            plan = self._plans[minute] = _Plan(minute + timedelta(seconds=offset), delay, now)
+        if plan.trigger_at < plan.seen_at:
+            # Set after its firing instant (or restored after the minute): EventBridge never fires it.
+            self._done.add(minute)
+            self.missed.append(minute)
+            logger.info(
+                "eventbridge emulator: rule for %s set too late; it does not fire", minute.isoformat()
+            )
+            return self.resync_seconds
+        if now < plan.trigger_at:
+            return min(self.resync_seconds, (plan.trigger_at - now).total_seconds())
+        self._done.add(minute)
+        self.fired.append(minute)
+        logger.info(
+            "eventbridge emulator: rule fired for %s (delivery in %.1fs)", minute.isoformat(), plan.delay
+        )
+        self.deliver(self._event(minute), plan.delay)
+        return self.resync_seconds
+
+    def _event(self, minute: datetime) -> dict[str, Any]:
+        """What the rule sends to its target: the target's constant `Input` if it has one, else the
+        scheduled event."""
+        targets = self.client.list_targets_by_rule(Rule=self.rule_name).get("Targets", [])
+        if targets and targets[0].get("Input"):
+            constant: dict[str, Any] = json.loads(targets[0]["Input"])
+            return constant
+        return {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": "123456789012",
+            "time": minute.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": self.client.meta.region_name,
+            "resources": [self._arn] if self._arn else [],
+            "detail": {},
+        }
+
+    def _forget(self, now: datetime) -> None:
+        horizon = floor_minute(now) - _FORGET_AFTER
+        self._plans = {m: p for m, p in self._plans.items() if m >= horizon}
+        self._done = {m for m in self._done if m >= horizon}
+        del self.fired[:-100], self.missed[:-100]

@@ -1,0 +1,234 @@
+"""Lambda, locally: a Lambda-like context, asynchronous invocation on a bounded pool with Lambda's
+retry policy, and a loopback endpoint speaking the Lambda Invoke API (moto cannot run code without
+Docker). nexttick's own `lambda` clients reach it through NEXTTICK_LAMBDA_ENDPOINT_URL."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import re
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+logger = logging.getLogger("local-stack")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+ACCOUNT_ID = "123456789012"
+# Lambda retries a failed asynchronous invocation twice, about one and two minutes later.
+ASYNC_RETRY_DELAYS: tuple[float, ...] = (60.0, 120.0)
+
+
+class LambdaContext:
+    """What a handler sees as `context` in Lambda; the remaining time counts down from the timeout."""
+
+    def __init__(self, function_name: str, timeout_seconds: float, region: str, memory_mb: int = 512) -> None:
+        self.function_name = function_name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{function_name}"
+        self.memory_limit_in_mb = memory_mb
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = f"local/{self.aws_request_id}"
+        self._deadline = time.monotonic() + timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class LocalFunction:
+    """One function: synchronous calls, and asynchronous ones queued to `concurrency` threads."""
+
+    def __init__(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        timeout_seconds: float,
+        region: str,
+        concurrency: int,
+        retry_delays: Sequence[float] = ASYNC_RETRY_DELAYS,
+    ) -> None:
+        self.name = name
+        self.handler = handler
+        self.timeout_seconds = timeout_seconds
+        self.region = region
+        self.retry_delays = tuple(retry_delays)
+        self._queue: queue.Queue[tuple[dict[str, Any], int] | None] = queue.Queue()
+        self._timers: set[threading.Timer] = set()
+        self._lock = threading.Condition()
+        self._busy = 0
+        self._stopping = False
+        self._threads = [
+            threading.Thread(target=self._drain, name=f"lambda-{name}-{i}", daemon=True)
+            for i in range(concurrency)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        """RequestResponse: run now, in the caller's thread; exceptions propagate."""
+        context = LambdaContext(self.name, self.timeout_seconds, self.region)
+        started = time.monotonic()
+        try:
+            return self.handler(event, context)
+        finally:
+            elapsed = time.monotonic() - started
+            if elapsed > self.timeout_seconds:
+                logger.warning(
+                    "%s ran %.1fs, beyond its %ss timeout", self.name, elapsed, self.timeout_seconds
+                )
+
+    def invoke_async(self, event: dict[str, Any], delay: float = 0.0, attempt: int = 1) -> None:
+        """Event: queue the invocation (after `delay` seconds); retried on error like Lambda."""
+        with self._lock:
+            if self._stopping:
+                logger.warning("%s: stopping, asynchronous invocation dropped", self.name)
+                return
+            if delay <= 0:
+                self._busy += 1
+                self._queue.put((event, attempt))
+                return
+            timer = threading.Timer(delay, self._fire_timer, args=(event, attempt))
+            timer.daemon = True
+            self._timers.add(timer)
+            timer.start()
+
+    def _fire_timer(self, event: dict[str, Any], attempt: int) -> None:
+        with self._lock:
+            self._timers = {t for t in self._timers if t.is_alive() and t is not threading.current_thread()}
+        self.invoke_async(event, 0.0, attempt)
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            event, attempt = item
+            try:
+                self.invoke(event)
+            except Exception:
+                logger.exception("%s: asynchronous invocation failed (attempt %d)", self.name, attempt)
+                if attempt <= len(self.retry_delays):
+                    self.invoke_async(event, self.retry_delays[attempt - 1], attempt + 1)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    self._lock.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no asynchronous invocation is queued or running; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+            return True
+
+    def stop(self, grace: float) -> bool:
+        """Accept nothing more, cancel pending retries, give running invocations `grace` seconds.
+        Invocations still running then are abandoned (their threads are daemons), like a timeout."""
+        with self._lock:
+            self._stopping = True
+            for timer in self._timers:
+                timer.cancel()
+            self._timers.clear()
+        idle = self.wait_idle(grace)
+        for _ in self._threads:
+            self._queue.put(None)
+        return idle
+
+
+_INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
+
+
+class _InvokeRequestHandler(BaseHTTPRequestHandler):
+    server: InvokeEndpoint
+
+    def do_POST(self) -> None:
+        match = _INVOKE_PATH.match(self.path.split("?", 1)[0])
+        function = self.server.lookup(unquote(match.group("name"))) if match else None
+        if function is None:
+            return self._error(
+                HTTPStatus.NOT_FOUND, "ResourceNotFoundException", f"Function not found: {self.path}"
+            )
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            event = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            return self._error(
+                HTTPStatus.BAD_REQUEST, "InvalidRequestContentException", "payload is not JSON"
+            )
+        kind = self.headers.get("X-Amz-Invocation-Type", "RequestResponse")
+        if kind == "DryRun":
+            return self._reply(HTTPStatus.NO_CONTENT, b"")
+        if kind == "Event":
+            function.invoke_async(event)
+            return self._reply(HTTPStatus.ACCEPTED, b"")
+        try:
+            result = function.invoke(event)
+        except Exception as exc:
+            body = {
+                "errorMessage": str(exc),
+                "errorType": type(exc).__name__,
+                "stackTrace": traceback.format_tb(exc.__traceback__),
+            }
+            return self._reply(
+                HTTPStatus.OK, json.dumps(body).encode(), {"X-Amz-Function-Error": "Unhandled"}
+            )
+        return self._reply(HTTPStatus.OK, json.dumps(result).encode())
+
+    def _error(self, status: HTTPStatus, kind: str, message: str) -> None:
+        body = json.dumps({"Type": "User", "message": message}).encode()
+        self._reply(status, body, {"x-amzn-ErrorType": kind})
+
+    def _reply(self, status: HTTPStatus, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        self.send_header("X-Amz-Executed-Version", "$LATEST")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("lambda endpoint: " + format, *args)
+
+
+class InvokeEndpoint(ThreadingHTTPServer):
+    """POST /2015-03-31/functions/{name}/invocations on 127.0.0.1 for the registered functions."""
+
+    daemon_threads = True
+
+    def __init__(self, functions: Sequence[LocalFunction], port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _InvokeRequestHandler)
+        self.functions = {f.name: f for f in functions}
+        self._thread = threading.Thread(target=self.serve_forever, name="lambda-endpoint", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def lookup(self, name_or_arn: str) -> LocalFunction | None:
+        """A function by name or ARN (a `:qualifier` suffix is accepted and ignored)."""
+        name = name_or_arn.split(":function:", 1)[-1].split(":", 1)[0]
+        return self.functions.get(name)
+
+    def start(self) -> InvokeEndpoint:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()

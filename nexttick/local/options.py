@@ -1,0 +1,120 @@
+"""Options of the local stack, from flags and `NEXTTICK_*` environment variables (flags win)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_API_PORT = 8000
+DEFAULT_STATE_DIR = ".nexttick"
+DEFAULT_WORKER_TIMEOUT_SECONDS = 300
+DEFAULT_CONCURRENCY = 10
+# What the local stack offers out of the box (brief §7): a `log` action; webhooks only to loopback.
+DEFAULT_ACTIONS_CONFIG: dict[str, dict[str, Any]] = {"log": {"type": "log"}}
+DEFAULT_WEBHOOK_ALLOWLIST = "http://127.0.0.1,http://localhost"
+
+
+def state_dir_from(environ: Mapping[str, str], flag: str | None = None) -> Path:
+    """The local stack's directory: `--state-dir`, else NEXTTICK_STATE_DIR, else ./.nexttick."""
+    return Path(flag or environ.get("NEXTTICK_STATE_DIR") or DEFAULT_STATE_DIR)
+
+
+def _int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"error: {name} must be an integer, got {raw!r}") from None
+
+
+def _float(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SystemExit(f"error: {name} must be a number, got {raw!r}") from None
+
+
+@dataclass
+class LocalOptions:
+    """How `nexttick local` runs. Every field has an environment variable (README, "Local stack")."""
+
+    api_port: int = DEFAULT_API_PORT  # NEXTTICK_PORT (0 = any free port)
+    moto_port: int = 0  # NEXTTICK_MOTO_PORT (0 = any free port)
+    lambda_port: int = 0  # NEXTTICK_LAMBDA_PORT (0 = any free port)
+    state_dir: Path = field(default_factory=lambda: Path(DEFAULT_STATE_DIR))  # NEXTTICK_STATE_DIR
+    restore: bool = True  # --fresh / NEXTTICK_FRESH=1 starts empty
+    jitter: bool = True  # NEXTTICK_EMULATOR_JITTER=0: fire at second 0, no delivery delay
+    max_delivery_delay: float = 5.0  # NEXTTICK_EMULATOR_MAX_DELAY (uniform 0..max when jitter is on)
+    worker_timeout: int | None = None  # NEXTTICK_WORKER_TIMEOUT; default: the deployed function's
+    concurrency: int | None = None  # NEXTTICK_LOCAL_CONCURRENCY; default: the worker's reserved concurrency
+    region: str = "us-east-1"  # AWS_REGION
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **flags: Any) -> LocalOptions:
+        """Options from the environment; keyword arguments that are not None (flags) win."""
+        env = os.environ if environ is None else environ
+        options = cls(
+            api_port=_int(env, "NEXTTICK_PORT", DEFAULT_API_PORT),
+            moto_port=_int(env, "NEXTTICK_MOTO_PORT", 0),
+            lambda_port=_int(env, "NEXTTICK_LAMBDA_PORT", 0),
+            state_dir=state_dir_from(env),
+            restore=env.get("NEXTTICK_FRESH", "").strip().lower() not in ("1", "true", "yes"),
+            jitter=env.get("NEXTTICK_EMULATOR_JITTER", "1").strip().lower() not in ("0", "false", "no"),
+            max_delivery_delay=_float(env, "NEXTTICK_EMULATOR_MAX_DELAY", 5.0),
+            worker_timeout=_int(env, "NEXTTICK_WORKER_TIMEOUT", 0) or None,
+            concurrency=_int(env, "NEXTTICK_LOCAL_CONCURRENCY", 0) or None,
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        )
+        for name, value in flags.items():
+            if value is not None:
+                setattr(options, name, Path(value) if name == "state_dir" else value)
+        if options.max_delivery_delay < 0 or (options.concurrency is not None and options.concurrency < 1):
+            raise SystemExit("error: delivery delay must be >= 0 and concurrency >= 1")
+        return options
+
+
+def handler_environment(
+    options: LocalOptions,
+    *,
+    moto_url: str,
+    lambda_url: str,
+    names: Mapping[str, str],
+    function_env: Mapping[str, str],
+    environ: Mapping[str, str],
+) -> dict[str, str]:
+    """The environment the in-process handlers (and the CLI, via local.json) run with.
+
+    Layers: the worker's environment as the CDK app configures it, then the user's `NEXTTICK_*`
+    variables (NEXTTICK_ACTIONS adds to / overrides the actions), then what the local stack forces:
+    fake credentials and the emulator's endpoints and names, so nothing may reach real AWS. Actions
+    default to `log`; webhooks default to loopback only."""
+    env = dict(function_env)
+    env.update({k: v for k, v in environ.items() if k.startswith("NEXTTICK_")})
+    if not env.get("NEXTTICK_ACTIONS_CONFIG"):
+        env["NEXTTICK_ACTIONS_CONFIG"] = json.dumps(DEFAULT_ACTIONS_CONFIG)
+    if not env.get("NEXTTICK_WEBHOOK_ALLOWLIST"):
+        env["NEXTTICK_WEBHOOK_ALLOWLIST"] = DEFAULT_WEBHOOK_ALLOWLIST
+    env.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_REGION": options.region,
+            "AWS_DEFAULT_REGION": options.region,
+            "NEXTTICK_ENDPOINT_URL": moto_url,
+            "NEXTTICK_LAMBDA_ENDPOINT_URL": lambda_url,
+            "NEXTTICK_TABLE": names["table"],
+            "NEXTTICK_RULE": names["rule"],
+            "NEXTTICK_WORKER_FUNCTION": names["worker_function"],
+        }
+    )
+    return env

@@ -1,0 +1,179 @@
+"""The `nexttick` CLI against a local stack's endpoints (moto server + local Lambda endpoint), found
+through `.nexttick/local.json` as a user's shell would find it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from editor import Editor
+from nexttick import cli
+from nexttick.config import NextTickSettings
+from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
+from nexttick.local import endpoints
+from tests.support.local import Recorder, client, create_table_and_rule, local_worker, moto_server
+
+
+@pytest.fixture
+def local(aws_credentials: None, tmp_path: Path) -> Iterator[tuple[Path, Recorder, Any]]:
+    """A local stack's AWS side, recorded in <tmp>/local.json like `nexttick local` does."""
+    with moto_server() as server, local_worker() as (endpoint, _, recorder):
+        events = client("events", server)
+        create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+        env = {
+            "NEXTTICK_ENDPOINT_URL": server.url,
+            "NEXTTICK_LAMBDA_ENDPOINT_URL": endpoint.url,
+            "NEXTTICK_ACTIONS_CONFIG": json.dumps({"log": {"type": "log"}}),
+            "NEXTTICK_ACTIONS": json.dumps({"hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}),
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+        }
+        endpoints.write(tmp_path, {"pid": os.getpid(), "api_url": "http://127.0.0.1:1", "env": env})
+        yield tmp_path, recorder, events
+
+
+def run(state_dir: Path, *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in this process with NEXTTICK_STATE_DIR set (and the environment restored after)."""
+    with mock.patch.dict(os.environ, {"NEXTTICK_STATE_DIR": str(state_dir)}):
+        for name in [n for n in os.environ if n.startswith("NEXTTICK_") and n != "NEXTTICK_STATE_DIR"]:
+            del os.environ[name]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_json(state_dir: Path, *argv: str) -> Any:
+    code, out, err = run(state_dir, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_add_show_ls_reschedule_cancel_round_trip(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    # Given a task added with a client id and a JSON payload
+    task = run_json(
+        state_dir, "add", "--action", "log", "--in", "2h", "--payload", '{"to": "ada"}', "--id", "t-1"
+    )
+    assert task["id"] == "t-1" and task["payload"] == {"to": "ada"} and task["status"] == "pending"
+    # When it is shown, listed, rescheduled and cancelled
+    code, shown, _ = run(state_dir, "show", "t-1")
+    assert code == 0 and "pending" in shown and '{"to": "ada"}' in shown and "(in 1h 59m)" in shown
+    code, listed, _ = run(state_dir, "ls")
+    assert code == 0 and listed.splitlines()[0].split() == [
+        "ID",
+        "STATUS",
+        "ACTION",
+        "DUE",
+        "(UTC)",
+        "SCHEDULE",
+        "RUNS",
+    ]
+    assert "t-1" in listed and "once" in listed
+    moved = run_json(state_dir, "reschedule", "t-1", "--at", "2030-12-01T09:00:00+01:00")
+    assert moved["due"] == "2030-12-01T08:00:00Z" and moved["version"] == 2
+    code, out, _ = run(state_dir, "cancel", "t-1", "--if-version", "2")
+    # Then it ends cancelled and leaves the pending list
+    assert code == 0 and "cancelled: t-1" in out
+    assert run_json(state_dir, "show", "t-1")["status"] == "cancelled"
+    assert run_json(state_dir, "ls")["items"] == []
+
+
+def test_recurring_tasks_are_listed_with_a_human_schedule(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    run_json(
+        state_dir, "add", "--action", "log", "--cron", "0 9 * * 5", "--tz", "Europe/Berlin", "--id", "fri"
+    )
+    run_json(state_dir, "add", "--action", "hook", "--every", "1h30m", "--id", "often")
+    code, listed, _ = run(state_dir, "ls")
+    assert code == 0
+    rows = {line.split()[0]: line for line in listed.splitlines()[1:]}
+    assert "At 09:00, only on Friday (Europe/Berlin)" in rows["fri"]
+    assert "every 1h30m" in rows["often"] and "(in 1h 29m)" in rows["often"]
+
+
+def test_a_task_due_now_wakes_the_worker_through_the_lambda_endpoint(
+    local: tuple[Path, Recorder, Any],
+) -> None:
+    state_dir, recorder, _ = local
+    run_json(state_dir, "add", "--action", "log", "--in", "0")
+    assert recorder.wait_for(1)
+    assert recorder.calls[0][0]["action"] == "wake"
+
+
+def test_ls_pages_with_cursors_and_all(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    env = json.loads((state_dir / "local.json").read_text())["env"]
+    editor = Editor(
+        settings=NextTickSettings(
+            endpoint_url=env["NEXTTICK_ENDPOINT_URL"],
+            lambda_endpoint_url=env["NEXTTICK_LAMBDA_ENDPOINT_URL"],
+            actions_config={"log": {"type": "log"}},
+        )
+    )
+    for i in range(5):
+        editor.schedule_in("log", (i + 1) * 3600, id=f"p{i}")
+    first = run_json(state_dir, "ls", "--limit", "2")
+    assert [t["id"] for t in first["items"]] == ["p0", "p1"] and first["next_cursor"]
+    second = run_json(state_dir, "ls", "--limit", "2", "--cursor", first["next_cursor"])
+    assert [t["id"] for t in second["items"]] == ["p2", "p3"]
+    everything = run_json(state_dir, "ls", "--limit", "2", "--all")
+    assert [t["id"] for t in everything["items"]] == ["p0", "p1", "p2", "p3", "p4"]
+    assert everything["next_cursor"] is None
+
+
+def test_sync_rederives_the_rule_from_the_table(local: tuple[Path, Recorder, Any]) -> None:
+    # Given a pending task and a rule someone reset to the epoch (as a careless deploy would)
+    state_dir, _, events = local
+    run_json(state_dir, "add", "--action", "log", "--at", "2030-01-07T09:30:00Z")
+    events.put_rule(Name=DEFAULT_RULE_NAME, ScheduleExpression="cron(0 0 1 1 ? 1970)", State="ENABLED")
+    # When synced
+    result = run_json(state_dir, "sync")
+    # Then the rule is armed again (second mode: a minute and the delivery margin ahead)
+    assert result["head"] == "2030-01-07T09:30:00Z"
+    assert events.describe_rule(Name=DEFAULT_RULE_NAME)["ScheduleExpression"] == "cron(28 9 7 1 ? 2030)"
+    code, out, _ = run(state_dir, "sync")
+    assert code == 0 and out.startswith("synced:")
+
+
+def test_errors_name_the_field_and_exit_non_zero(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    code, _, err = run(state_dir, "add", "--action", "nope", "--in", "5m")
+    assert code == 1 and "action: unknown action 'nope'" in err
+    code, _, err = run(state_dir, "add", "--action", "log", "--in", "5m", "--payload", "[1]")
+    assert code == 1 and "payload: must be a JSON object" in err
+    code, _, err = run(state_dir, "add", "--action", "log", "--at", "2030-01-01T09:00:00", "--json")
+    assert code == 1 and json.loads(err)["field"] == "due"
+    code, _, err = run(state_dir, "show", "missing")
+    assert code == 1 and "no task 'missing'" in err
+    code, _, err = run(state_dir, "reschedule", "missing")
+    assert code == 1 and "give one of --at" in err
+
+
+def test_a_dead_local_stack_is_reported_not_silently_bypassed(tmp_path: Path) -> None:
+    # Given a local.json left behind by a stack that was killed
+    endpoints.write(tmp_path, {"pid": 2**22 + 12345, "api_url": "x", "env": {}})
+    # When the CLI runs, then it says so instead of turning to AWS
+    with pytest.raises(SystemExit, match="not running"):
+        run(tmp_path, "ls")
+
+
+def test_explicit_targets_bypass_the_local_stack(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    env = {"NEXTTICK_STATE_DIR": str(state_dir)}
+    assert cli.local_stack_environment(env, endpoint_url=None, aws=False, state_dir=None) is not None
+    assert cli.local_stack_environment(env, endpoint_url=None, aws=True, state_dir=None) is None
+    assert (
+        cli.local_stack_environment(env, endpoint_url="http://127.0.0.1:1", aws=False, state_dir=None) is None
+    )
+    env["NEXTTICK_ENDPOINT_URL"] = "http://127.0.0.1:1"
+    assert cli.local_stack_environment(env, endpoint_url=None, aws=False, state_dir=None) is None

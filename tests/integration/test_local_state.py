@@ -1,0 +1,126 @@
+"""Local stack persistence: every item and the rule survive a save / fresh emulator / restore."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from editor import Editor
+from nexttick.config import NextTickSettings
+from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
+from nexttick.local import state
+from nexttick.local.motoserver import MotoServer
+from nexttick.local.stack import _mark_snapshot_request
+from tests.support.local import client, create_table_and_rule, local_worker, moto_server
+
+
+@pytest.fixture
+def stack(aws_credentials: None) -> Iterator[tuple[MotoServer, Editor]]:
+    with moto_server() as server, local_worker() as (endpoint, _, _):
+        create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+        settings = NextTickSettings(
+            endpoint_url=server.url,
+            lambda_endpoint_url=endpoint.url,
+            queue_shards=4,
+            actions_config={"log": {"type": "log"}},
+        )
+        yield server, Editor(settings=settings)
+
+
+def clients(server: MotoServer) -> tuple[Any, Any]:
+    return client("dynamodb", server), client("events", server)
+
+
+def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
+    stack: tuple[MotoServer, Editor], tmp_path: Path
+) -> None:
+    # Given one-shot, cron and interval tasks (the rule armed for the earliest), and a cancelled one
+    server, editor = stack
+    once = editor.schedule_at("log", "2030-01-07T09:30:00Z", {"n": 1})
+    cron = editor.schedule_cron("log", "0 9 * * 5", {"n": 2}, timezone="Europe/Berlin")
+    every = editor.schedule_every("log", "1h30m", {"n": 3})
+    gone = editor.cancel(editor.schedule_in("log", 3600, {"n": 4}).id)
+    dynamodb, events = clients(server)
+    rule_before = events.describe_rule(Name=DEFAULT_RULE_NAME)["ScheduleExpression"]
+    listed_before = [t.to_dict() for t in editor.list(limit=10).items]
+    # When the state is saved, the emulator reset to nothing, its resources re-created and the state restored
+    path = tmp_path / "state.json"
+    state.save(path, state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME))
+    requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
+    create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    saved = state.load(path)
+    assert saved is not None
+    restored = state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, saved, now=0)
+    # Then every item, the task views, the pending order and the rule are as before
+    assert restored == len(saved["items"]) > 4
+    for task in (once, cron, every, gone):
+        assert editor.get(task.id).to_dict() == task.to_dict()
+    assert [t.to_dict() for t in editor.list(limit=10).items] == listed_before
+    assert (
+        events.describe_rule(Name=DEFAULT_RULE_NAME)["ScheduleExpression"]
+        == rule_before
+        != "cron(0 0 1 1 ? 1970)"
+    )
+    assert state.scan_items(dynamodb, DEFAULT_TABLE_NAME) == saved["items"]
+
+
+def test_items_past_their_ttl_are_not_restored(stack: tuple[MotoServer, Editor], tmp_path: Path) -> None:
+    # Given a cancelled task (kept for the retention period) and a pending one
+    server, editor = stack
+    gone = editor.cancel(editor.schedule_in("log", 3600).id)
+    kept = editor.schedule_in("log", 7200)
+    dynamodb, events = clients(server)
+    snap = state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
+    create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    # When restored long after the retention period
+    state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, snap, now=4_000_000_000)
+    # Then the expired task is gone (as DynamoDB TTL would have deleted it) and the pending one is there
+    assert editor.get(kept.id).status == "pending"
+    with pytest.raises(Exception, match="no task"):
+        editor.get(gone.id)
+
+
+def test_save_is_atomic(tmp_path: Path) -> None:
+    # Given a saved state
+    path = tmp_path / "state.json"
+    state.save(path, {"format": state.STATE_FORMAT, "items": [], "rule": {}})
+    # When a later save fails half-way (here: something not serialisable)
+    with pytest.raises(TypeError):
+        state.save(path, {"format": state.STATE_FORMAT, "items": [object()], "rule": {}})
+    # Then the old file is intact and no temporary file is left behind
+    assert json.loads(path.read_text())["items"] == []
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_an_unknown_state_format_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text('{"format": 99}')
+    with pytest.raises(SystemExit, match="unknown format"):
+        state.load(path)
+
+
+def test_a_frozen_server_serves_only_the_snapshot(aws_credentials: None) -> None:
+    # Given a moto server the stack has frozen for its shutdown snapshot
+    with moto_server() as server:
+        create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+        server.notifier.freeze()
+        marked = client("dynamodb", server)
+        marked.meta.events.register("before-sign", _mark_snapshot_request)
+        # When an ordinary client (an abandoned worker) and the snapshot call it
+        blocked = threading.Event()
+
+        def ordinary() -> None:
+            client("dynamodb", server).list_tables()
+            blocked.set()
+
+        threading.Thread(target=ordinary, daemon=True).start()
+        # Then the snapshot is served and the ordinary client waits
+        assert state.scan_items(marked, DEFAULT_TABLE_NAME) == []
+        assert not blocked.wait(0.5)
