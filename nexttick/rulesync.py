@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 
 Step = Callable[[str], None]
 
+# Margin for clock differences between invocations when trusting another worker's wake-up time.
+WAITER_SKEW = timedelta(seconds=1)
+
 
 def _no_step(_: str) -> None:
     return None
@@ -48,6 +51,8 @@ class RuleStateStore(Protocol):
     def head(self) -> datetime | None: ...
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
+
+    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool: ...
 
 
 class RuleTarget(Protocol):
@@ -65,7 +70,7 @@ class WorkerTrigger(Protocol):
 
 
 class Outcome(StrEnum):
-    COVERED = "covered"  # already armed at or before the wanted minute: nothing written
+    COVERED = "covered"  # armed at or before the wanted minute, or a waiting worker covers it
     ARMED = "armed"  # record and rule moved
     INVOKED = "invoked"  # too close to arm: the worker was invoked directly
     UNCHANGED = "unchanged"  # worker: the record already matched the head
@@ -106,9 +111,31 @@ class RuleSync:
         """Called after a task whose next run is `due` has been committed (create, reschedule)."""
         minute = self.timing.fire_minute(due)
         if not self.timing.armable(minute, self.clock.now()):
-            self._wake("due too soon to arm")
-            return Outcome.INVOKED
+            return self._hand_to_worker(due)
         return self.lower(minute)
+
+    def _hand_to_worker(self, due: datetime) -> Outcome:
+        """A due time too close to arm goes to a worker directly — unless a worker is already asleep
+        in-process until at or before `due` and alive past it: after waking, its head read (which
+        follows our task write in real time) finds our task. One waiter, not a herd."""
+        self._step("read-state")
+        state = self.store.read_rule_state()
+        now = self.clock.now()
+        if (
+            state.waiter_at is not None
+            and state.waiter_until is not None
+            and now + WAITER_SKEW < state.waiter_at <= due
+            and state.waiter_until >= due + WAITER_SKEW
+        ):
+            return Outcome.COVERED
+        self._wake("due too soon to arm")
+        return Outcome.INVOKED
+
+    def claim_wait(self, head: datetime, owner: str, until: datetime) -> bool:
+        """Worker: become the one invocation that sleeps until `head`. False when another live
+        invocation already sleeps until an earlier or equal time (this one can stop)."""
+        self._step("claim-waiter")
+        return self.store.claim_waiter(head, owner, until, self.clock.now())
 
     def lower(self, minute: datetime) -> Outcome:
         """Make sure the rule fires at or before `minute` (a future, armable minute)."""

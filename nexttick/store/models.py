@@ -88,6 +88,9 @@ class RuleStateItem(Model):
     armed_at = NumberAttribute(default=0)  # epoch seconds of the armed minute; 0 = epoch expression
     version = NumberAttribute(default=0)
     kicked_at = NumberAttribute(null=True)
+    waiter_at = NumberAttribute(null=True)  # epoch seconds the waiting worker wakes at
+    waiter_until = NumberAttribute(null=True)  # epoch seconds the waiting worker is alive until
+    waiter_owner = UnicodeAttribute(null=True)
 
 
 @dataclass(frozen=True)

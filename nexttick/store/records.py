@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -83,4 +83,8 @@ class RuleState:
     armed_minute: datetime | None
     version: int = 0
     kicked_at: datetime | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # The one worker invocation sleeping in-process for a due-soon head: wakes at `waiter_at`,
+    # alive until `waiter_until` (its Lambda deadline).
+    waiter_at: datetime | None = None
+    waiter_until: datetime | None = None
+    waiter_owner: str | None = None

@@ -302,6 +302,9 @@ class TaskStore:
             armed_minute=from_epoch(armed) if armed else None,
             version=int(item.version or 0),
             kicked_at=from_epoch(item.kicked_at) if item.kicked_at else None,
+            waiter_at=from_epoch(item.waiter_at) if item.waiter_at else None,
+            waiter_until=from_epoch(item.waiter_until) if item.waiter_until else None,
+            waiter_owner=item.waiter_owner,
         )
 
     def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
@@ -320,6 +323,33 @@ class TaskStore:
                 return None
             raise
         return expected_version + 1
+
+    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool:
+        """Become the one worker sleeping for a due-soon head at `at`. Succeeds if there is no waiter,
+        we are it, the current one wakes later than `at`, has already woken, or will be gone by `at`."""
+        r = self.models.rule
+        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        condition = (
+            r.waiter_at.does_not_exist()
+            | (r.waiter_owner == owner)
+            | (r.waiter_at > to_epoch(at))
+            | (r.waiter_at <= to_epoch(now))
+            | (r.waiter_until < to_epoch(at))
+        )
+        try:
+            item.update(
+                actions=[
+                    r.waiter_at.set(to_epoch(at)),
+                    r.waiter_until.set(to_epoch(until)),
+                    r.waiter_owner.set(owner),
+                ],
+                condition=condition,
+            )
+        except UpdateError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         """Claim the right to kick a stalled worker (at most once per window, across editors)."""

@@ -133,6 +133,8 @@ class Worker:
                         self._sleep(usable)
                         continue
                     return self._reinvoke("next due time is beyond this invocation")
+                if not self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline):
+                    return self._finish("covered", "another invocation is waiting for an earlier time")
                 self._sleep(max(wait_seconds, MIN_WAIT_SECONDS))
 
     def remaining(self) -> float:
