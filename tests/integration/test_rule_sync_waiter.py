@@ -4,7 +4,7 @@ waiter will wake at or before their task and live past it."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
