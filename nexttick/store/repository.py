@@ -25,7 +25,7 @@ from nexttick.timeutil import from_epoch, to_epoch
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 # Entries per request when looking for a shard's head: usually the first one decides.
-HEAD_PAGE_SIZE = 2
+HEAD_PAGE_SIZE = 1
 
 
 def _condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
