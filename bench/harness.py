@@ -40,22 +40,17 @@ def bulk_load(
 ) -> None:
     """Load `count` pending one-shot tasks due between `start` and `start + spread` (the backlog)."""
     step = spread / max(count, 1)
-    pairs = []
-    for i in range(count):
-        due = start + step * i
-        task_id = f"{prefix}{i:07d}"
-        entry = store.new_entry(task_id, due, due)
-        record = TaskRecord(
-            id=task_id,
+    records = [
+        TaskRecord(
+            id=f"{prefix}{i:07d}",
             action=action,
             payload={"n": i},
             status="pending",
             schedule_kind="once",
-            due=due,
+            due=start + step * i,
             created_at=start,
             updated_at=start,
-            queue_key=entry.key,
-            queue_token=entry.token,
         )
-        pairs.append((record, entry))
-    store.bulk_insert(pairs, start)
+        for i in range(count)
+    ]
+    store.bulk_insert(records, start)

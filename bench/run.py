@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import backlog, burst, lifecycle, report
+from bench import backlog, burst, lateness, lifecycle, report
 
-SECTIONS = ("backlog", "lifecycle", "burst")
+SECTIONS = ("backlog", "lifecycle", "burst", "lateness")
 OUT = Path(__file__).resolve().parent
 
 
@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         results["lifecycle"] = lifecycle.run(args.quick)
     if "burst" in chosen:
         results["burst"] = burst.run(args.quick)
+    if "lateness" in chosen:
+        results["lateness"] = lateness.run()
     suffix = "-quick" if args.quick else ""
     (OUT / f"results{suffix}.json").write_text(json.dumps(results, indent=2) + "\n")
     (OUT / f"results{suffix}.md").write_text(report.render(results))

@@ -152,12 +152,16 @@ class TaskStore:
         )
         return item
 
-    def bulk_insert(self, pairs: list[tuple[TaskRecord, QueueEntry]], created_at: datetime) -> None:
-        """Write many new tasks and their entries with BatchWriteItem, unconditionally (loading a
-        backlog for benchmarks; never used where an id could already exist)."""
+    def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
+        """Write many new pending tasks, each with a fresh queue entry at its `due`, with
+        BatchWriteItem, unconditionally (loading a backlog for benchmarks and tests; never where an
+        id could already exist). Sets each record's queue pointer."""
         with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
-            for record, entry in pairs:
+            for record in records:
+                assert record.due is not None, "a pending task needs a due time"
+                entry = self.new_entry(record.id, record.due, record.due)
                 entry.created_at = created_at
+                record.queue_key, record.queue_token = entry.key, entry.token
                 entries.save(self._queue_item(entry))
                 tasks.save(self._task_item(record))
 

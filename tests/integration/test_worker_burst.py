@@ -106,13 +106,8 @@ def run_burst(runtime: Runtime, n: int, action: str, *, trace: bool = False) -> 
         )
         for i in range(n)
     ]
-    pairs = []
-    for record in records:
-        entry = runtime.store.new_entry(record.id, now - timedelta(seconds=1), now - timedelta(seconds=1))
-        record.queue_key, record.queue_token = entry.key, entry.token
-        pairs.append((record, entry))
-    runtime.store.bulk_insert(pairs, now)
-    del records, pairs
+    runtime.store.bulk_insert(records, now)
+    del records
     registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
     gc.collect()
     if trace:
