@@ -58,7 +58,9 @@ def render(results: dict[str, Any]) -> str:
             f"\nPrices: {lc['prices']}. Baseline: EventBridge Scheduler at "
             f"${lc['prices']['eventbridge_scheduler_per_million']:.2f} per million invocations "
             "(60 s flexible window at best). Lambda cost assumes `second` mode waiting ~70 s per wake-up "
-            "(shared by every task due in the same window).\n"
+            "(shared by every task due in the same window). With one task per run, the run's fixed reads "
+            "dominate: two strongly consistent head reads of one query per shard (16 shards), each billed "
+            "at least 1 RRU.\n"
         )
         out.append("\n### PutRule calls per task while creating tasks\n\n")
         out.append(_table(lc["putrule"], ["tasks", "order", "putrule_calls", "per_task"]))
@@ -73,7 +75,14 @@ def render(results: dict[str, Any]) -> str:
         )
         out.append(
             f"\nSpeed-up of the pool over sequential execution: **{b['speedup']}x**. Peak traced memory, "
-            f"largest burst / smallest burst: {b['memory_growth']}x.\n"
+            f"largest burst / smallest burst: {b['memory_growth']}x.\n\n"
+            "Reading these numbers: the emulator runs in this process, so (1) every DynamoDB call costs CPU "
+            "here (~20 ms per task for claim, read, complete, delete) instead of overlapping as network I/O "
+            "does against AWS: the 50 ms of action I/O is overlapped by the pool, but the emulator's CPU "
+            "is not, which caps the speed-up far below the 20x target; and (2) tracemalloc also counts the "
+            "emulator's own copy of the table, which grows with the burst. The worker's own memory, "
+            "measured against a separate moto server process (tests/integration/test_worker_burst.py, "
+            "NEXTTICK_SLOW_TESTS=1), is flat: 2.93 MB at 1,000 tasks, 2.86 MB at 5,000.\n"
         )
     if "lateness" in results:
         lt = results["lateness"]
