@@ -35,15 +35,12 @@ from nexttick.errors import (
 )
 from nexttick.runtime import Runtime
 from nexttick.schedules import Recurrence, ScheduleKind, load_zone, validate_cron
-from nexttick.store import QueueEntry, TaskRecord
+from nexttick.store import QueueEntry, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
 from nexttick.store.repository import TaskExistsError
 from nexttick.timeutil import parse_duration, parse_instant
 
-PENDING = "pending"
-RUNNING = "running"
-FINAL_STATUSES = ("succeeded", "failed", "cancelled", "skipped")
-LISTABLE_STATUSES = (PENDING, RUNNING)
+LISTABLE_STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING)
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 _MAX_CAS_RETRIES = 20
 _MAX_SPAN = timedelta(days=200 * 366)  # any later instant is past 2199 anyway (and may overflow)
@@ -174,7 +171,7 @@ class Editor:
             id=task_id,
             action=spec.action,
             payload=payload,
-            status=PENDING,
+            status=TaskStatus.PENDING,
             schedule_kind=kind.value,
             due=due,
             created_at=now,
@@ -219,7 +216,7 @@ class Editor:
         for entry in merged:
             last_key = entry.key
             record = self.store.get_task(entry.task_id)
-            if record is None or record.queue_token != entry.token or record.status != PENDING:
+            if record is None or record.queue_token != entry.token or record.status != TaskStatus.PENDING:
                 continue  # a stale pointer (crash mid-change); the worker cleans it up
             view = self._view(record, entry=entry, now=now)
             if status is None or view.status == status:
@@ -292,7 +289,7 @@ class Editor:
             now = self.clock.now()
             updated = replace(
                 current,
-                status="cancelled",
+                status=TaskStatus.CANCELLED,
                 due=None,
                 queue_key=None,
                 queue_token=None,
@@ -314,7 +311,7 @@ class Editor:
             raise VersionMismatchError(
                 f"version: task is at version {current.version}, not {expected_version}", field="version"
             )
-        if current.status != PENDING:
+        if current.status != TaskStatus.PENDING:
             raise ConflictError(f"status: task is {current.status}, not pending", field="status")
         return current
 
@@ -476,7 +473,7 @@ class Editor:
     ) -> Task:
         status = record.status
         next_attempt: datetime | None = None
-        if status == PENDING and record.queue_key is not None:
+        if status == TaskStatus.PENDING and record.queue_key is not None:
             run_at, _ = split_queue_sort_key(record.queue_key)
             if record.due is not None and run_at != record.due:
                 next_attempt = run_at
@@ -485,7 +482,7 @@ class Editor:
                 located = self.store.entry_for_task(record)
                 entry = self.store.get_entry(*located) if located else None
             if entry is not None and entry.token == record.queue_token and entry.leased_at(now):
-                status = RUNNING
+                status = TaskStatus.RUNNING
         lr = record.last_run
         return Task(
             id=record.id,

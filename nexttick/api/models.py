@@ -17,6 +17,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from nexttick.constants import MAX_PAYLOAD_BYTES
 from nexttick.errors import NextTickError
+from nexttick.schedules import ScheduleKind
+from nexttick.store import TaskStatus
 from nexttick.timeutil import parse_duration
 
 TASK_ID_REGEX = r"^[A-Za-z0-9._:-]{1,128}$"
@@ -168,24 +170,9 @@ class LastRun(BaseModel):
     attempt: int
 
 
-class TaskStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    SKIPPED = "skipped"
-
-
 class ListableStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
-
-
-class ScheduleKind(StrEnum):
-    ONCE = "once"
-    CRON = "cron"
-    EVERY = "every"
 
 
 class TaskOut(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 
@@ -15,6 +16,17 @@ class LastRun:
     error: str | None = None
     scheduled_for: datetime | None = None
     attempt: int = 1
+
+
+class TaskStatus(StrEnum):
+    """A task's status. `running` is never stored: it is derived from a live lease on its entry."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
 
 
 @dataclass

@@ -18,7 +18,6 @@ from enum import StrEnum
 from nexttick.schedules import Recurrence, ScheduleKind
 from nexttick.store.records import LastRun, TaskRecord
 
-PENDING = "pending"
 MIN_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 7 * 86400.0
 MAX_ERROR_CHARS = 1000

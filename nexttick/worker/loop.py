@@ -26,9 +26,8 @@ from nexttick.actions import ActionRegistry, Delivery
 from nexttick.observability import MetricUnit, logger, metrics
 from nexttick.rulesync import Outcome
 from nexttick.runtime import Runtime
-from nexttick.store.records import QueueEntry, TaskRecord
+from nexttick.store.records import QueueEntry, TaskRecord, TaskStatus
 from nexttick.worker.completion import (
-    PENDING,
     Attempt,
     RunOutcome,
     misfired,
@@ -220,7 +219,7 @@ class Worker:
         self.hook("claimed", entry)
         task = self.store.get_task(entry.task_id)
         self.hook("task-read", entry)
-        if task is None or task.status != PENDING or task.queue_token != entry.token:
+        if task is None or task.status != TaskStatus.PENDING or task.queue_token != entry.token:
             return _Done(self._stale(claimed, task, now))
 
         started = self.clock.now()
@@ -284,7 +283,7 @@ class Worker:
             if task is None:
                 break
             now = self.clock.now()
-            if task.status != PENDING or task.queue_token != entry.token:
+            if task.status != TaskStatus.PENDING or task.queue_token != entry.token:
                 # Rescheduled or cancelled while running: record the run only.
                 if self.store.replace_task(record_only(task, attempt, now), task.version):
                     break
