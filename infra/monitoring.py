@@ -94,48 +94,44 @@ class Monitoring(Construct):
             ),
         )
 
+        def alarm(
+            construct_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 0
+        ) -> cloudwatch.Alarm:
+            """Fires on one period above `threshold`; no data is not a breach."""
+            return cloudwatch.Alarm(
+                self,
+                construct_id,
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
         self.alarms = [
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "LatenessAlarm",
-                alarm_description=f"nexttick lateness p99 above {config.lateness_threshold_ms} ms",
-                metric=scheduler_metric(names.METRIC_LATENESS, "p99", _ALARM_PERIOD),
-                threshold=config.lateness_threshold_ms,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                f"nexttick lateness p99 above {config.lateness_threshold_ms} ms",
+                scheduler_metric(names.METRIC_LATENESS, "p99", _ALARM_PERIOD),
+                config.lateness_threshold_ms,
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "FailuresAlarm",
-                alarm_description="nexttick: a task occurrence failed (all attempts used)",
-                metric=scheduler_metric(names.METRIC_FAILURES, "Sum", _ALARM_PERIOD),
-                threshold=0,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "nexttick: a task occurrence failed (all attempts used)",
+                scheduler_metric(names.METRIC_FAILURES, "Sum", _ALARM_PERIOD),
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "DeadLetterAlarm",
-                alarm_description="nexttick: worker invocations failed after retries (see the DLQ)",
-                metric=dead_letter_queue.metric_approximate_number_of_messages_visible(
+                "nexttick: worker invocations failed after retries (see the DLQ)",
+                dead_letter_queue.metric_approximate_number_of_messages_visible(
                     period=_ALARM_PERIOD, statistic="Maximum"
                 ),
-                threshold=0,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "WorkerErrorsAlarm",
-                alarm_description="nexttick: the worker function raised errors",
-                metric=worker.metric_errors(period=_ALARM_PERIOD, statistic="Sum"),
-                threshold=0,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "nexttick: the worker function raised errors",
+                worker.metric_errors(period=_ALARM_PERIOD, statistic="Sum"),
             ),
         ]
 
