@@ -71,13 +71,14 @@ def test_get_reports_running_while_an_occurrence_holds_a_live_lease(editor, runt
 
 
 def test_list_pages_through_all_pending_tasks_in_due_order_across_shards(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
-    # Given 23 pending tasks at random times (spread over the 4 shards), and one cancelled
+    # Given at least 23 pending tasks at random times, added until every shard holds some (ids are
+    # random, so the shard spread is too), and one cancelled
     rng = random.Random(23)
     ids_by_due = {}
-    for i in range(23):
+    while len(ids_by_due) < 23 or len({e.shard for e in all_entries(runtime.store)}) < runtime.store.shards:
         due = NOW + timedelta(seconds=rng.randrange(60, 30 * 86400))
-        ids_by_due[editor.schedule_at("log", due, {"i": i}).id] = due
-    assert len({e.shard for e in all_entries(runtime.store)}) == runtime.store.shards
+        ids_by_due[editor.schedule_at("log", due, {"i": len(ids_by_due)}).id] = due
+        assert len(ids_by_due) < 200
     editor.cancel(editor.schedule_in("log", 3600).id)
     # When we page through with limit 5
     seen: list[Any] = []
@@ -91,11 +92,12 @@ def test_list_pages_through_all_pending_tasks_in_due_order_across_shards(editor,
         cursor = page.next_cursor
         if cursor is None:
             break
-        assert pages < 10
+        assert pages <= 41
     # Then every pending task appears exactly once, in due order, and the cancelled one does not
     assert [t.id for t in seen] == sorted(ids_by_due, key=lambda i: (ids_by_due[i], i))
     assert [t.due for t in seen] == sorted(ids_by_due.values())
-    assert pages in (5, 6)
+    full_pages = -(-len(ids_by_due) // 5)
+    assert pages in (full_pages, full_pages + 1)  # a last, empty page is allowed
 
 
 def test_list_skips_entries_of_changed_tasks(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
