@@ -146,7 +146,8 @@ def _schedule_everything(s: Scenario) -> Scenario:
         s.on_time[added["id"]] = parse_time(added["due"])
     cli_in = stack.cli("add", "--action", "hook", "--in", "40s", "--id", "cli-in")
     s.on_time["cli-in"] = parse_time(cli_in["due"])
-    stack.cli("add", "--action", "hook", "--in", "100s", "--id", "move-cli")
+    # Created beyond the armed-rule tasks (so it never lowers the rule below their minute), then moved.
+    stack.cli("add", "--action", "hook", "--in", "300s", "--id", "move-cli")
     moved = stack.cli("reschedule", "move-cli", "--at", rfc3339(t0 + 54))
     s.rescheduled["move-cli"] = parse_time(moved["due"])
     stack.cli("add", "--action", "hook", "--at", rfc3339(t0 + 57), "--id", "cancel-cli")
