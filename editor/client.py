@@ -11,6 +11,7 @@ import base64
 import binascii
 import hashlib
 import heapq
+import itertools
 import json
 import re
 import uuid
@@ -213,14 +214,18 @@ class Editor:
         merged: Iterator[QueueEntry] = heapq.merge(*streams, key=lambda e: e.key)
         items: list[Task] = []
         last_key: str | None = None
-        for entry in merged:
-            last_key = entry.key
-            record = self.store.get_task(entry.task_id)
-            if record is None or record.queue_token != entry.token or record.status != TaskStatus.PENDING:
-                continue  # a stale pointer (crash mid-change); the worker cleans it up
-            view = self._view(record, entry=entry, now=now)
-            if status is None or view.status == status:
-                items.append(view)
+        # Read the tasks behind the entries in batches of what the page still needs: one round trip
+        # per batch, and never more task items than reading them one by one would.
+        while batch := list(itertools.islice(merged, limit - len(items))):
+            records = self.store.get_tasks(entry.task_id for entry in batch)
+            for entry in batch:
+                last_key = entry.key
+                record = records.get(entry.task_id)
+                if record is None or record.queue_token != entry.token or record.status != TaskStatus.PENDING:
+                    continue  # a stale pointer (crash mid-change); the worker cleans it up
+                view = self._view(record, entry=entry, now=now)
+                if status is None or view.status == status:
+                    items.append(view)
             if len(items) == limit:
                 break
         else:

@@ -79,7 +79,12 @@ class DynamoMeter:
     def _after_call(self, *, model: Any, parsed: dict[str, Any], **_: Any) -> None:
         name = model.name
         request: dict[str, Any] = getattr(self._local, "request", {}) or {}
-        factor = 1.0 if request.get("ConsistentRead") else 0.5
+        consistent = request.get("ConsistentRead")
+        if name == "BatchGetItem":  # consistency is asked for per table there
+            consistent = any(
+                table.get("ConsistentRead") for table in request.get("RequestItems", {}).values()
+            )
+        factor = 1.0 if consistent else 0.5
         read = 0
         rru = wru = 0.0
         if name in ("Query", "Scan"):

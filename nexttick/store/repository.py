@@ -7,7 +7,7 @@ consistent: they all hit base-table items, never a GSI (docs/architecture.md).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -88,6 +88,13 @@ class TaskStore:
         except self.models.task.DoesNotExist:
             return None
         return _task_record(item)
+
+    def get_tasks(self, task_ids: Iterable[str]) -> dict[str, TaskRecord]:
+        """The existing tasks among `task_ids`, by id: strongly consistent BatchGetItem calls (100
+        keys each; pynamodb retries unprocessed keys), not one GetItem per task."""
+        wanted = [(keys.task_pk(task_id), TASK_SK) for task_id in dict.fromkeys(task_ids)]
+        found = (_task_record(item) for item in self.models.task.batch_get(wanted, consistent_read=True))
+        return {record.id: record for record in found}
 
     def insert_task(self, record: TaskRecord) -> None:
         """Write a new task; raises TaskExistsError if the id is taken."""

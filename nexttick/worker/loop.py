@@ -43,6 +43,8 @@ STALE_ENTRY_AGE = timedelta(minutes=5)
 CLOCK_SKEW = timedelta(seconds=5)
 MIN_DEFER = timedelta(seconds=2)
 MAX_DEFER = timedelta(seconds=60)
+# Pause when the head is already due yet nothing was claimable (an entry just leased elsewhere):
+# no spinning. A head in the future is waited for exactly, never rounded up to this.
 MIN_WAIT_SECONDS = 0.05
 MIN_HAND_OVER_WAIT_SECONDS = 1.0
 MAX_CAS_ATTEMPTS = 20
@@ -134,7 +136,7 @@ class Worker:
                     return self._reinvoke("next due time is beyond this invocation")
                 if not self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline):
                     return self._finish("covered", "another invocation is waiting for an earlier time")
-                self._sleep(max(wait_seconds, MIN_WAIT_SECONDS))
+                self._sleep(wait_seconds if wait_seconds > 0 else MIN_WAIT_SECONDS)
 
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()

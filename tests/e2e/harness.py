@@ -7,7 +7,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,12 +21,6 @@ from typing import Any
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def parse_time(value: str) -> float:
@@ -116,7 +109,7 @@ class LocalStackProcess:
         self.state_dir = state_dir
         self.env = env
         self.log = log
-        self.api_url = f"http://127.0.0.1:{env['NEXTTICK_PORT']}"
+        self.api_url = ""  # read from local.json after each start (the stack binds a free port)
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 300.0) -> LocalStackProcess:
@@ -135,10 +128,12 @@ class LocalStackProcess:
                     f"nexttick local exited {self.process.returncode}:\n{self.output()[-4000:]}"
                 )
             try:
-                healthy = requests.get(f"{self.api_url}/health", timeout=2).status_code == 200
-                if healthy and (self.state_dir / "local.json").exists():
-                    return self
-            except requests.RequestException:
+                info = json.loads((self.state_dir / "local.json").read_text())
+                if info["pid"] == self.process.pid:
+                    self.api_url = info["api_url"]
+                    if requests.get(f"{self.api_url}/health", timeout=2).status_code == 200:
+                        return self
+            except (OSError, ValueError, KeyError, requests.RequestException):
                 pass
             time.sleep(0.25)
         raise AssertionError(f"nexttick local did not become healthy:\n{self.output()[-4000:]}")

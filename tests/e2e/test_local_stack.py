@@ -30,7 +30,6 @@ from tests.e2e.harness import (
     LocalStackProcess,
     Receiver,
     cpu_seconds,
-    free_port,
     parse_time,
     percentile,
     rfc3339,
@@ -38,7 +37,10 @@ from tests.e2e.harness import (
 
 pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow]
 
-ON_TIME_COUNT = 20  # one-shots over HTTP
+# One-shots over HTTP: with the other tasks over 100 deliveries, so the nearest-rank p99 is not
+# simply the maximum (one outlier on a loaded machine may exceed p99, never the max).
+ON_TIME_COUNT = 100
+ON_TIME_SPACING = 1.5  # seconds apart (the last ones overlap the armed-rule tasks)
 ARMED_AFTER = 150.0  # seconds: far enough ahead (> wait horizon) that the rule is armed for it
 LATENESS_P99 = 1.0
 LATENESS_MAX = 2.0
@@ -64,7 +66,7 @@ class Scenario:
 def _environment(state_dir: Path, receiver: Receiver) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_"))}
     env.update(
-        NEXTTICK_PORT=str(free_port()),
+        NEXTTICK_PORT="0",  # any free port; the harness reads the URL from local.json
         NEXTTICK_STATE_DIR=str(state_dir),
         NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
         PYTHONPATH=str(REPO),
@@ -108,9 +110,9 @@ def _schedule_everything(s: Scenario) -> Scenario:
     armed = stack.post({"action": "hook", "due": rfc3339(t0 + ARMED_AFTER), "id": "armed-http"})
     s.armed[armed["id"]] = parse_time(armed["due"])
     s.armed_rule = stack.rule_expression()
-    # One-shots over HTTP, 1.5 s apart, half by `due` and half by `delay_seconds`.
+    # One-shots over HTTP, half by `due` and half by `delay_seconds`.
     for i in range(ON_TIME_COUNT):
-        due = t0 + 14 + 1.5 * i
+        due = t0 + 14 + ON_TIME_SPACING * i
         body: dict[str, Any] = {"action": "hook", "payload": {"i": i}, "id": f"http-{i}"}
         if i % 2:
             body["delay_seconds"] = round(due - time.time(), 3)
@@ -200,18 +202,19 @@ def test_rescheduled_tasks_fire_once_at_the_new_time_and_cancelled_ones_never(sc
 
 def test_recurring_every_5s_runs_without_drift_until_cancelled(scenario: Scenario) -> None:
     s = scenario
-    runs = s.receiver.wait_for("every-5s", 4, timeout=60)
+    s.receiver.wait_for("every-5s", 4, timeout=60)
     assert requests.delete(f"{s.stack.api_url}/tasks/every-5s", timeout=30).status_code == 204
+    cancelled_at = time.time()
+    time.sleep(7)
+    # An occurrence already started when the cancel committed may still deliver; nothing later does
     runs = s.receiver.of("every-5s")
     times = [parse_time(d.body["scheduled_for"]) for d in runs]
     assert len(runs) >= 4 and len({d.key for d in runs}) == len(runs)
     assert [round(b - a, 3) for a, b in itertools.pairwise(times)] == [5.0] * (len(times) - 1)
     assert all(0 <= d.lateness <= LATENESS_MAX for d in runs)
-    count = len(runs)
-    time.sleep(7)
-    assert len(s.receiver.of("every-5s")) == count
+    assert max(times) <= cancelled_at
     task = s.stack.get("every-5s")
-    assert task["status"] == "cancelled" and task["runs"] == count
+    assert task["status"] == "cancelled" and len(runs) - 1 <= task["runs"] <= len(runs)
 
 
 def test_a_failed_delivery_is_retried_with_the_same_idempotency_key(scenario: Scenario) -> None:
@@ -242,12 +245,15 @@ def test_tasks_beyond_the_wait_horizon_go_through_the_armed_rule(scenario: Scena
 def test_a_restart_loses_nothing(scenario: Scenario) -> None:
     s = scenario
     stack, receiver = s.stack, s.receiver
-    # Given a task due while the stack is down, one due after it is back, and a recurring task
-    assert len(receiver.wait_for("every-20s", 1, timeout=60)) >= 1
-    soon = stack.post({"action": "hook", "delay_seconds": 6, "id": "due-while-down"})
+    # Given a recurring task that just ran (its next run is 20 s away, so none is in flight when we
+    # stop), a task due while the stack is down, and one due after it is back
+    seen = len(receiver.of("every-20s"))
+    assert len(receiver.wait_for("every-20s", seen + 1, timeout=60)) > seen
+    soon = stack.post({"action": "hook", "delay_seconds": 12, "id": "due-while-down"})
     later = stack.cli("add", "--action", "hook", "--in", "45s", "--id", "due-after-restart")
     # When the stack is stopped with SIGTERM and started again on the same state directory
     assert stack.stop() == 0
+    assert receiver.of("due-while-down") == []  # it was not due before the stop
     assert (stack.state_dir / "state.json").exists() and not (stack.state_dir / "local.json").exists()
     time.sleep(max(0.0, parse_time(soon["due"]) + 1 - time.time()))
     stack.start()
@@ -290,7 +296,7 @@ def test_lateness_and_exactly_once_over_the_whole_run(scenario: Scenario) -> Non
     }
     print(f"\nlateness (s) in the local stack, second mode: {summary}")
     (s.stack.state_dir / "lateness.json").write_text(json.dumps(summary))
-    assert len(lateness) >= 20
+    assert len(lateness) >= 100
     assert summary["p99"] <= LATENESS_P99 and summary["max"] <= LATENESS_MAX, summary
 
 

@@ -100,6 +100,25 @@ def test_list_pages_through_all_pending_tasks_in_due_order_across_shards(editor,
     assert pages in (full_pages, full_pages + 1)  # a last, empty page is allowed
 
 
+def test_list_reads_a_pages_tasks_in_one_consistent_batch(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    # Given seven pending tasks
+    for i in range(7):
+        editor.schedule_in("log", 3600 + i)
+    store = runtime.store
+    store.meter.reset()
+    # When a page of five is listed
+    page = editor.list(limit=5)
+    # Then the five tasks were read in one strongly consistent BatchGetItem, not five GetItems
+    assert len(page.items) == 5 and page.next_cursor is not None
+    assert store.meter.calls["BatchGetItem"] == 1 and store.meter.calls["GetItem"] == 0
+    assert store.meter.items_read["BatchGetItem"] == 5
+    assert store.meter.read_units["BatchGetItem"] == 5.0  # one full unit each: consistent reads
+    # And the next page holds the remaining two, again in one batch
+    store.meter.reset()
+    assert len(editor.list(limit=5, cursor=page.next_cursor).items) == 2
+    assert store.meter.calls["BatchGetItem"] == 1
+
+
 def test_list_skips_entries_of_changed_tasks(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
     task = editor.schedule_in("log", 3600)
     # A crash between writing a new entry and replacing the task leaves an entry no task points at

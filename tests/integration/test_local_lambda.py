@@ -80,8 +80,8 @@ def test_nexttick_worker_trigger_reaches_the_local_worker(aws_credentials: None)
 
 
 def test_context_counts_down_from_the_timeout() -> None:
-    context = LambdaContext("nexttick-worker", 0.05, "us-east-1")
-    assert 0 < context.get_remaining_time_in_millis() <= 50
+    context = LambdaContext("nexttick-worker", 0.5, "us-east-1")
+    assert 0 < context.get_remaining_time_in_millis() <= 500
     assert context.invoked_function_arn == "arn:aws:lambda:us-east-1:123456789012:function:nexttick-worker"
-    time.sleep(0.06)
+    time.sleep(0.6)
     assert context.get_remaining_time_in_millis() == 0

@@ -133,7 +133,8 @@ def check_speed(runtime: Runtime, n: int) -> None:
     assert IO_CALLS.count == n
     instant = run_burst(runtime, n, "record")
     # Then the 50 ms of I/O per task adds at most 1/20 of the sequential I/O time to the run
-    # (50 % allowance for timing noise on a shared machine; a sequential pool adds the whole 100 %)
+    # (the two runs are timed one after the other on a shared machine: allow the instant run to be
+    # as slow again; a sequential pool would add the whole sequential time: 15 s for 300 tasks)
     sequential = n * IO_SECONDS
     added = max(io.seconds - instant.seconds, 1e-3)
     print(
@@ -141,7 +142,7 @@ def check_speed(runtime: Runtime, n: int) -> None:
         f"sequential I/O alone {sequential:.0f}s -> raw speed-up {sequential / io.seconds:.1f}x, "
         f"I/O overlap {sequential / added:.0f}x"
     )
-    assert io.seconds <= 1.5 * instant.seconds + sequential / 20
+    assert io.seconds <= 2 * instant.seconds + sequential / 20
 
 
 def check_memory(runtime: Runtime, small: int, large: int) -> None:
@@ -158,14 +159,14 @@ def check_memory(runtime: Runtime, small: int, large: int) -> None:
 
 
 def test_pool_runs_actions_concurrently_never_more_than_pool_size(runtime: Runtime) -> None:
-    # Given 40 due tasks whose action takes 300 ms, and a pool of 8
+    # Given 40 due tasks whose action takes 1 s, and a pool of 8
     runtime.settings.pool_size = 8
     GAUGE.now = GAUGE.max = GAUGE.done = 0
     # When one worker runs them
     burst = run_burst(runtime, 40, "gauge")
     # Then the pool was filled (8 actions at once) and never exceeded
     assert GAUGE.done == 40 and GAUGE.max == 8
-    assert burst.seconds < 40 * 0.3 / 2  # far from sequential (12 s)
+    assert burst.seconds < 40 * 1.0 / 2  # far from sequential (40 s); 5 s when the pool is full
 
 
 def test_burst_overlaps_io_on_the_bounded_pool(runtime: Runtime) -> None:

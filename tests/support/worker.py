@@ -21,7 +21,7 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "record": {"type": "python", "target": "tests.support.worker:record"},
     "fail": {"type": "python", "target": "tests.support.worker:fail"},
     "io": {"type": "python", "target": "tests.support.worker:io_50ms"},
-    "gauge": {"type": "python", "target": "tests.support.worker:gauge_300ms"},
+    "gauge": {"type": "python", "target": "tests.support.worker:gauge_1s"},
 }
 
 
@@ -133,11 +133,11 @@ class Gauge:
 GAUGE = Gauge()
 
 
-def gauge_300ms(envelope: dict[str, Any]) -> None:
+def gauge_1s(envelope: dict[str, Any]) -> None:
     with GAUGE.lock:
         GAUGE.now += 1
         GAUGE.max = max(GAUGE.max, GAUGE.now)
-    time.sleep(0.3)
+    time.sleep(1.0)  # long enough that the pool fills even when claims are slow (a loaded machine)
     with GAUGE.lock:
         GAUGE.now -= 1
         GAUGE.done += 1
