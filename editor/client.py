@@ -10,12 +10,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import heapq
 import itertools
 import json
 import re
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -207,11 +205,7 @@ class Editor:
         after_key = _decode_cursor(cursor) if cursor else None
         now = self.clock.now()
         per_shard = max(2, limit // self.store.shards + 2)
-        streams = [
-            self.store.shard_entries(shard, after_key=after_key, page_size=per_shard)
-            for shard in range(self.store.shards)
-        ]
-        merged: Iterator[QueueEntry] = heapq.merge(*streams, key=lambda e: e.key)
+        merged = self.store.merged_entries(after_key=after_key, page_size=per_shard)
         items: list[Task] = []
         last_key: str | None = None
         # Read the tasks behind the entries in batches of what the page still needs: one round trip

@@ -6,6 +6,8 @@ consistent: they all hit base-table items, never a GSI (docs/architecture.md).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -285,6 +287,23 @@ class TaskStore:
             page_size=page_size,
         ):
             yield _queue_entry(item, shard)
+
+    def merged_entries(
+        self, *, up_to: datetime | None = None, after_key: str | None = None, page_size: int = 100
+    ) -> Iterator[QueueEntry]:
+        """Entries of all shards in run-time order (as `shard_entries`), merged. The shards' first
+        pages are read in parallel: one round trip of latency instead of one per shard."""
+        streams = [
+            self.shard_entries(shard, up_to=up_to, after_key=after_key, page_size=page_size)
+            for shard in range(self.shards)
+        ]
+        firsts = list(self._pool.map(lambda stream: next(stream, None), streams))
+        primed = [
+            itertools.chain([first], stream)
+            for first, stream in zip(firsts, streams, strict=True)
+            if first is not None
+        ]
+        return heapq.merge(*primed, key=lambda entry: entry.key)
 
     def shard_head(self, shard: int) -> datetime | None:
         """Earliest time any entry of `shard` becomes claimable. Reads the leased entries at the front

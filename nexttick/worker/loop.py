@@ -13,7 +13,6 @@ One invocation:
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -145,11 +144,9 @@ class Worker:
         """Submit every claimable entry due by now, at most `pool_size` in flight. True if any."""
         self.report.passes += 1
         now = self.clock.now()
-        page = self.settings.page_size
-        streams = [self.store.shard_entries(s, up_to=now, page_size=page) for s in range(self.store.shards)]
         in_flight: set[Future[_Done]] = set()
         submitted = 0
-        for entry in heapq.merge(*streams, key=lambda e: e.key):
+        for entry in self.store.merged_entries(up_to=now, page_size=self.settings.page_size):
             if entry.leased_at(now):
                 continue  # running elsewhere (or deferred); its lease end is part of the head
             while len(in_flight) >= pool_size:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 from nexttick.store import TaskRecord, TaskStore
 from nexttick.store.keys import queue_sort_key
+from tests.support.oplog import all_entries
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
 
@@ -97,3 +100,36 @@ def test_replace_task_is_a_compare_and_set_on_the_version(runtime, frozen_now) -
     assert store.replace_task(record, expected_version=1) is False  # a stale writer loses
     stored = store.get_task("cas")
     assert (stored.version, stored.payload) == (2, {"v": 2})
+
+
+def test_merged_entries_read_all_first_pages_at_once_and_merge_in_run_time_order(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    store = runtime.store
+    # Given entries in every shard (some due, some not)
+    times = {f"m{i}": NOW + timedelta(seconds=(i * 37) % 90 - 45) for i in range(8 * store.shards)}
+    for task_id, at in times.items():
+        _entry(store, task_id, at)
+    assert {e.shard for e in all_entries(store)} == set(range(store.shards))
+    # And a Query that spends 0.3 s waiting on the network (a sleep releases the GIL like a socket)
+    lock, in_flight, most = threading.Lock(), [0], [0]
+
+    def query_starts(**_: object) -> None:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.3)
+
+    def query_ends(**_: object) -> None:
+        with lock:
+            in_flight[0] -= 1
+
+    client = store.models.queue._get_connection().connection.client
+    client.meta.events.register("before-call.dynamodb.Query", query_starts)
+    client.meta.events.register("after-call.dynamodb.Query", query_ends)
+    # When the due entries are read merged across the shards
+    merged = list(store.merged_entries(up_to=NOW, page_size=3))
+    # Then every shard's first page was in flight at the same time (one round trip, not one per shard)
+    assert most[0] == store.shards
+    # And the entries come in run-time order, exactly the due ones
+    assert [e.task_id for e in merged] == sorted(
+        (i for i, at in times.items() if at <= NOW), key=lambda i: (times[i], i)
+    )
