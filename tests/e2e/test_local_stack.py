@@ -15,6 +15,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,9 @@ pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow]
 # simply the maximum (one outlier on a loaded machine may exceed p99, never the max).
 ON_TIME_COUNT = 100
 ON_TIME_SPACING = 1.5  # seconds apart (the last ones overlap the armed-rule tasks)
+# Each is submitted this long before it is due, while the others run, as users submit: inside the
+# wait horizon, so none can move the rule below the armed-rule tasks' minute.
+ON_TIME_NOTICE = 20.0
 ARMED_AFTER = 150.0  # seconds: far enough ahead (> wait horizon) that the rule is armed for it
 LATENESS_P99 = 1.0
 LATENESS_MAX = 2.0
@@ -52,6 +56,7 @@ class Scenario:
     receiver: Receiver
     t0: float
     on_time: dict[str, float] = field(default_factory=dict)  # task id -> due (epoch)
+    on_time_posted: Future[None] | None = None  # the submitter of the on-time one-shots
     armed: dict[str, float] = field(default_factory=dict)
     armed_rule: str = ""
     rescheduled: dict[str, float] = field(default_factory=dict)  # task id -> new due
@@ -61,6 +66,12 @@ class Scenario:
 
     def wait_until(self, at: float) -> None:
         time.sleep(max(0.0, at - time.time()))
+
+    def all_on_time_submitted(self) -> dict[str, float]:
+        assert self.on_time_posted is not None
+        self.on_time_posted.result(timeout=ON_TIME_NOTICE + ON_TIME_COUNT * ON_TIME_SPACING + 60)
+        assert len([i for i in self.on_time if i.startswith("http-")]) == ON_TIME_COUNT
+        return self.on_time
 
 
 def _environment(state_dir: Path, receiver: Receiver) -> dict[str, str]:
@@ -104,22 +115,30 @@ def _idle_cpu(stack: LocalStackProcess) -> float:
     return (cpu_seconds(stack.pid) - before) / (time.monotonic() - started)
 
 
+def _submit_on_time(s: Scenario) -> None:
+    """One-shots over HTTP, each posted ON_TIME_NOTICE before it is due, half by `due` and half by
+    `delay_seconds`."""
+    for i in range(ON_TIME_COUNT):
+        due = s.t0 + ON_TIME_NOTICE + 4 + ON_TIME_SPACING * i
+        s.wait_until(due - ON_TIME_NOTICE)
+        body: dict[str, Any] = {"action": "hook", "payload": {"i": i}, "id": f"http-{i}"}
+        if i % 2:
+            body["delay_seconds"] = round(due - time.time(), 3)
+        else:
+            body["due"] = rfc3339(due)
+        created = s.stack.post(body)
+        s.on_time[created["id"]] = parse_time(created["due"])
+
+
 def _schedule_everything(s: Scenario) -> Scenario:
     stack, t0 = s.stack, s.t0
     # The armed-rule path: due far enough ahead that the rule is armed for it, not a direct invoke.
     armed = stack.post({"action": "hook", "due": rfc3339(t0 + ARMED_AFTER), "id": "armed-http"})
     s.armed[armed["id"]] = parse_time(armed["due"])
     s.armed_rule = stack.rule_expression()
-    # One-shots over HTTP, half by `due` and half by `delay_seconds`.
-    for i in range(ON_TIME_COUNT):
-        due = t0 + 14 + ON_TIME_SPACING * i
-        body: dict[str, Any] = {"action": "hook", "payload": {"i": i}, "id": f"http-{i}"}
-        if i % 2:
-            body["delay_seconds"] = round(due - time.time(), 3)
-        else:
-            body["due"] = rfc3339(due)
-        created = stack.post(body)
-        s.on_time[created["id"]] = parse_time(created["due"])
+    submitter = ThreadPoolExecutor(1, thread_name_prefix="on-time-submitter")
+    s.on_time_posted = submitter.submit(_submit_on_time, s)
+    submitter.shutdown(wait=False)
     # Recurring every 5 s (cancelled after four runs) and every 20 s (runs across the restart).
     stack.post({"action": "hook", "every": "5s", "id": "every-5s"})
     stack.post({"action": "hook", "every": "20s", "id": "every-20s"})
@@ -172,8 +191,9 @@ def _assert_on_time(deliveries: list[Delivery], due: float) -> None:
 
 def test_one_shots_fire_exactly_once_on_time(scenario: Scenario) -> None:
     s = scenario
-    s.wait_until(max(s.on_time.values()) + 10)
-    for task_id, due in s.on_time.items():
+    on_time = s.all_on_time_submitted()
+    s.wait_until(max(on_time.values()) + 10)
+    for task_id, due in on_time.items():
         _assert_on_time(s.receiver.of(task_id), due)
     d = s.receiver.of("http-0")[0]
     assert set(d.body) >= {
@@ -286,7 +306,7 @@ def test_lateness_and_exactly_once_over_the_whole_run(scenario: Scenario) -> Non
     assert {k: n for k, n in per_key.items() if n != 1} == {
         next(d.key for d in deliveries if d.task_id == "retry"): 2
     }
-    measured = [*s.on_time, *s.armed, *s.rescheduled, "every-5s"]
+    measured = [*s.all_on_time_submitted(), *s.armed, *s.rescheduled, "every-5s"]
     lateness = [d.lateness for d in deliveries if d.task_id in measured]
     summary = {
         "tasks": len(lateness),
