@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import REPO, LocalStackProcess, Receiver, cpu_seconds, free_port, percentile, rfc3339
+from tests.e2e.harness import REPO, LocalStackProcess, Receiver, cpu_seconds, percentile, rfc3339
 
 DIRECT = 30  # due within the wait horizon: a direct worker invoke
 ARMED = 10  # due 150-240 s ahead: the rule is armed and fired by the emulated EventBridge
@@ -26,7 +26,7 @@ def _start(precision: str, root: Path) -> tuple[LocalStackProcess, Receiver]:
     state.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_"))}
     env.update(
-        NEXTTICK_PORT=str(free_port()),
+        NEXTTICK_PORT="0",  # any free port; the harness reads the URL from local.json
         NEXTTICK_STATE_DIR=str(state),
         NEXTTICK_PRECISION=precision,
         NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
