@@ -20,7 +20,7 @@ from typing import Any
 
 import boto3
 
-from editor.models import UNSET, CreateResult, LastRunView, Page, Task, TaskChanges, TaskSpec
+from editor.models import UNSET, CreateResult, Page, Task, TaskChanges, TaskSpec
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings
 from nexttick.constants import MAX_PAYLOAD_BYTES, TASK_ID_PATTERN
@@ -482,7 +482,6 @@ class Editor:
                 entry = self.store.get_entry(*located) if located else None
             if entry is not None and entry.token == record.queue_token and entry.leased_at(now):
                 status = TaskStatus.RUNNING
-        lr = record.last_run
         return Task(
             id=record.id,
             action=record.action,
@@ -500,11 +499,7 @@ class Editor:
             misfire_grace_seconds=record.misfire_grace_seconds,
             attempts=record.attempts,
             runs=record.runs,
-            last_run=(
-                LastRunView(lr.started_at, lr.finished_at, lr.outcome, lr.error, lr.scheduled_for, lr.attempt)
-                if lr
-                else None
-            ),
+            last_run=record.last_run,
             version=record.version,
             created_at=record.created_at,
             updated_at=record.updated_at,

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from nexttick.store.records import LastRun
 from nexttick.timeutil import format_instant
 
 UNSET: Any = object()  # "field not given" in TaskChanges (None may be a meaningful value)
@@ -59,16 +60,6 @@ class TaskChanges:
 
 
 @dataclass(frozen=True)
-class LastRunView:
-    started_at: datetime
-    finished_at: datetime | None
-    outcome: str
-    error: str | None
-    scheduled_for: datetime | None
-    attempt: int
-
-
-@dataclass(frozen=True)
 class Task:
     """A task as seen by users (`running` is reported while an occurrence holds a live lease)."""
 
@@ -88,7 +79,7 @@ class Task:
     misfire_grace_seconds: float | None
     attempts: int
     runs: int
-    last_run: LastRunView | None
+    last_run: LastRun | None
     version: int
     created_at: datetime
     updated_at: datetime

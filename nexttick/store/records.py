@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 
-@dataclass
+@dataclass(frozen=True)
 class LastRun:
     started_at: datetime
     finished_at: datetime | None
