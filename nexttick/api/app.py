@@ -24,6 +24,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
 )
+from aws_lambda_powertools.event_handler.openapi.models import Example, Server
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import Field
@@ -33,8 +34,12 @@ from pynamodb.exceptions import PynamoDBException
 from editor import Editor, TaskChanges, TaskSpec
 from editor.models import Task
 from nexttick.api.models import (
+    CREATE_EXAMPLES,
+    CURSOR_REGEX,
     IF_MATCH_REGEX,
+    PATTERN_MESSAGES,
     TASK_ID_REGEX,
+    UPDATE_EXAMPLES,
     CreateTaskRequest,
     ErrorCode,
     ErrorOut,
@@ -75,6 +80,7 @@ Schedule work for a future time: one-shot (`due`, `delay_seconds`) or recurring 
 # A request body larger than this is refused before parsing (the payload limit applies after).
 MAX_BODY_BYTES = 4 * MAX_PAYLOAD_BYTES
 _ROUTES: dict[str, tuple[re.Pattern[str], frozenset[str]]] = {
+    "/": (re.compile(r"^/$"), frozenset({"GET"})),
     "/tasks": (re.compile(r"^/tasks/?$"), frozenset({"GET", "POST"})),
     "/tasks/{id}": (re.compile(r"^/tasks/[^/]+/?$"), frozenset({"GET", "PATCH", "DELETE"})),
     "/health": (re.compile(r"^/health/?$"), frozenset({"GET"})),
@@ -105,7 +111,6 @@ _DOMAIN_ERRORS: list[tuple[type[NextTickError], ErrorCode]] = [
 ]
 
 
-CURSOR_REGEX = "^[A-Za-z0-9_-]+$"
 TaskId = Annotated[str, Path(pattern=TASK_ID_REGEX, description="The task id.")]
 IfMatch = Annotated[
     Annotated[str, Field(pattern=IF_MATCH_REGEX)] | SkipJsonSchema[None],
@@ -160,6 +165,16 @@ _TASK_LINKS = {
 }
 
 
+def _examples(examples: dict[str, dict[str, Any]]) -> dict[str, Example]:
+    return {name: Example(**example) for name, example in examples.items()}
+
+
+def _base_path(app: APIGatewayRestResolver) -> str:
+    """What precedes the routes in the URL the client called: `/v1` through API Gateway's stage URL,
+    empty locally. The same base Powertools gives Swagger UI's `servers`."""
+    return app._get_base_path()
+
+
 def _task(description: str, *, created: bool = False, links: bool = False) -> Any:
     """The OpenAPI response of an operation answering with one task."""
     headers: dict[str, Any] = {"ETag": _ETAG_HEADER}
@@ -175,10 +190,10 @@ def _task(description: str, *, created: bool = False, links: bool = False) -> An
     return response
 
 
-def _task_response(task: Task, status: int = 200) -> Response[Any]:
+def _task_response(task: Task, status: int = 200, base_path: str = "") -> Response[Any]:
     headers = {"ETag": f'"{task.version}"'}
     if status == 201:
-        headers["Location"] = f"/tasks/{task.id}"
+        headers["Location"] = f"{base_path}/tasks/{task.id}"
     return Response(
         status_code=status, content_type=content_types.APPLICATION_JSON, body=task.to_dict(), headers=headers
     )
@@ -263,10 +278,12 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
             **_errors(400, 409, 413, 415, 422),
         },
     )
-    def create_task(body: Annotated[CreateTaskRequest, Body()]) -> Response[Any]:
+    def create_task(
+        body: Annotated[CreateTaskRequest, Body(openapi_examples=_examples(CREATE_EXAMPLES))],
+    ) -> Response[Any]:
         fields = body.model_dump(exclude_none=True)
         result = editor().create(TaskSpec(**fields))
-        return _task_response(result.task, 201 if result.created else 200)
+        return _task_response(result.task, 201 if result.created else 200, _base_path(app))
 
     @app.get(
         "/tasks",
@@ -319,7 +336,9 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
         },
     )
     def update_task(
-        id: TaskId, body: Annotated[UpdateTaskRequest, Body()], if_match: IfMatch = None
+        id: TaskId,
+        body: Annotated[UpdateTaskRequest, Body(openapi_examples=_examples(UPDATE_EXAMPLES))],
+        if_match: IfMatch = None,
     ) -> Response[Any]:
         expected = _expected_version(if_match)
         changes = TaskChanges(**{name: getattr(body, name) for name in body.model_fields_set})
@@ -349,8 +368,13 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
         return Response(
             status_code=200,
             content_type=content_types.APPLICATION_JSON,
-            body=openapi_text(app),
+            body=openapi_text(app, server_url=_base_path(app) or "/"),
         )
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Response[Any]:
+        """A browser opening the API's URL lands on its documentation."""
+        return Response(status_code=302, body="", headers={"Location": f"{_base_path(app)}/docs"})
 
     app.enable_swagger(path="/docs", title=TITLE, version=API_VERSION, description=DESCRIPTION)
     _register_error_handlers(app)
@@ -381,7 +405,8 @@ def _register_error_handlers(app: APIGatewayRestResolver) -> None:
         field = _field_of(tuple(first.get("loc") or ()))
         if first.get("type") == "missing" and field == "body":
             return _error_response(ErrorCode.VALIDATION, "body: a JSON object is required", "body")
-        message = f"{field}: {first.get('msg', 'invalid value')}"
+        same_field = [e for e in errors if _field_of(tuple(e.get("loc") or ())) == field]
+        message = f"{field}: {_explain(same_field)}"
         if len(errors) > 1:
             others = sorted({_field_of(tuple(e.get("loc") or ())) for e in errors[1:]} - {field})
             if others:
@@ -424,9 +449,28 @@ def _register_error_handlers(app: APIGatewayRestResolver) -> None:
         return _error_response(ErrorCode.INTERNAL, "internal error", None)
 
 
-def openapi_document(app: APIGatewayRestResolver) -> dict[str, Any]:
-    """The OpenAPI document generated from the routes and models."""
-    text = app.get_openapi_json_schema(title=TITLE, version=API_VERSION, description=DESCRIPTION)
+def _explain(errors: list[dict[str, Any]]) -> str:
+    """What is wrong with one field, in words.
+
+    A union field has one error per member: the telling one is not a type mismatch (`every: 0`
+    is too small, not "should be a string"). A pattern is described, never quoted."""
+    error = next(
+        (e for e in errors if not str(e.get("type")).endswith("_type") and e.get("type") != "none_required"),
+        errors[0] if errors else {},
+    )
+    context = error.get("ctx") or {}
+    if error.get("type") == "string_pattern_mismatch":
+        return PATTERN_MESSAGES.get(context.get("pattern", ""), "has an invalid format")
+    if error.get("type") == "value_error" and "error" in context:
+        return str(context["error"])
+    return str(error.get("msg", "invalid value"))
+
+
+def openapi_document(app: APIGatewayRestResolver, server_url: str = "/") -> dict[str, Any]:
+    """The OpenAPI document generated from the routes and models; `server_url` prefixes its paths."""
+    text = app.get_openapi_json_schema(
+        title=TITLE, version=API_VERSION, description=DESCRIPTION, servers=[Server(url=server_url)]
+    )
     document: dict[str, Any] = json.loads(text)
     # Powertools always adds its own validation-error schemas; our errors use ErrorOut instead.
     for operations in document["paths"].values():
@@ -458,9 +502,10 @@ def _refs(node: Any) -> set[str]:
     return set()
 
 
-def openapi_text(app: APIGatewayRestResolver) -> str:
+def openapi_text(app: APIGatewayRestResolver, server_url: str = "/") -> str:
     """The document as committed in docs/openapi.json: sorted keys, indent 2, trailing newline."""
-    return json.dumps(openapi_document(app), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    document = openapi_document(app, server_url)
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 __all__ = ["RESOURCES", "build_app", "openapi_document", "openapi_text"]

@@ -115,7 +115,8 @@ def build_event(
 
     `raw_path` is the request target (path and query string, percent-encoded); `resources` are
     resource templates (`/tasks/{id}`) that fill `resource` and `pathParameters` (the greedy
-    `/{proxy+}` otherwise)."""
+    `/{proxy+}` otherwise). `stage` is only named, never part of the URL (as with a custom domain):
+    the API derives its links and documented server from `requestContext.path`."""
     split = urlsplit(raw_path)
     path = unquote(split.path) or "/"
     multi_headers: dict[str, list[str]] = {}
@@ -158,7 +159,7 @@ def build_event(
             "resourceId": "local",
             "resourcePath": resource,
             "httpMethod": method,
-            "path": f"/{stage}{path}",
+            "path": path,  # the URL as called: this gateway serves at the root, without the stage
             "protocol": "HTTP/1.1",
             "stage": stage,
             "domainPrefix": "localhost",

@@ -32,6 +32,16 @@ INSTANT_REGEX = (
 )
 DURATION_REGEX = r"^(([0-9]{1,9}(\.[0-9]{1,6})?(d|h|ms|m|s))+|[Pp][0-9DTHMSWdthmsw.]{1,40})$"
 IF_MATCH_REGEX = r'^ *(\*|(W/)?"[0-9]{1,18}"|[0-9]{1,18}) *$'
+CURSOR_REGEX = r"^[A-Za-z0-9_-]+$"
+# What each pattern means, for error messages: a client should not have to read a regex.
+PATTERN_MESSAGES = {
+    INSTANT_REGEX: "must be an RFC 3339 time with a UTC offset, e.g. 2030-12-01T09:00:00+01:00 "
+    "or 2030-12-01T08:00:00Z",
+    DURATION_REGEX: "must be an interval such as 90s, 1h30m, 2d, 250ms or PT1H, or a number of seconds",
+    TASK_ID_REGEX: "must be 1 to 128 letters, digits or the characters . _ : -",
+    IF_MATCH_REGEX: 'must be a task version such as 3 or "3", or * for any version',
+    CURSOR_REGEX: "must be the next_cursor of a previous page",
+}
 
 # Seconds are kept to the microsecond (a 5e-324 would not even fit a DynamoDB number).
 _MICROSECONDS = AfterValidator(lambda v: round(v, 6))
@@ -159,6 +169,37 @@ class UpdateTaskRequest(_TimeFields):
     misfire_grace_seconds: Annotated[Seconds, Field(le=366 * 86400)] | None = Field(
         default=None, description="Skip an occurrence that would start later than due + grace."
     )
+
+
+# Named request examples (Swagger UI prefills the first): the schema's per-field examples would
+# combine all four time fields, a body the API refuses, so each example sets exactly one.
+CREATE_EXAMPLES: dict[str, dict[str, Any]] = {
+    "due": {
+        "summary": "Once, at an instant",
+        "value": {"action": "log", "due": "2030-12-01T09:00:00+01:00", "payload": {"to": "ada@example.com"}},
+    },
+    "delay_seconds": {
+        "summary": "Once, after a delay",
+        "value": {"action": "log", "delay_seconds": 3600, "payload": {"video": 7}},
+    },
+    "cron": {
+        "summary": "On a cron schedule, in a time zone",
+        "value": {"action": "log", "cron": "0 9 * * 5", "timezone": "Europe/Berlin", "payload": {"sku": 42}},
+    },
+    "every": {
+        "summary": "At a fixed interval",
+        "value": {"action": "log", "every": "1h30m", "payload": {"ping": True}},
+    },
+}
+UPDATE_EXAMPLES: dict[str, dict[str, Any]] = {
+    "due": {"summary": "Move to another instant", "value": {"due": "2030-12-02T09:00:00Z"}},
+    "delay_seconds": {"summary": "Run in ten minutes instead", "value": {"delay_seconds": 600}},
+    "payload": {"summary": "Replace the payload", "value": {"payload": {"to": "grace@example.com"}}},
+    "policy": {
+        "summary": "Change the retry policy",
+        "value": {"max_attempts": 5, "retry_backoff_seconds": 60},
+    },
+}
 
 
 class LastRun(BaseModel):

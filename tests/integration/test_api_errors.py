@@ -192,6 +192,7 @@ def test_unknown_route_is_404(api: LambdaApi) -> None:
     ("PUT", "/tasks/abc", "DELETE, GET, PATCH"),
     ("DELETE", "/tasks", "GET, POST"),
     ("POST", "/health", "GET"),
+    ("POST", "/", "GET"),
 ])  # fmt: skip
 def test_wrong_method_is_405_with_allow(api: LambdaApi, method: str, path: str, allowed: str) -> None:
     # When a known path is called with a method it does not support
@@ -224,6 +225,42 @@ def test_unreadable_if_match_is_422(api: LambdaApi, if_match: str) -> None:
     task_id = api.post("/tasks", ONE_SHOT).json()["id"]
     response = api.patch(f"/tasks/{task_id}", {"payload": {}}, headers={"If-Match": if_match})
     assert_error(response, 422, "validation_error", "If-Match")
+
+
+INSTANT_WORDS = (
+    "must be an RFC 3339 time with a UTC offset, e.g. 2030-12-01T09:00:00+01:00 or 2030-12-01T08:00:00Z"
+)
+DURATION_WORDS = "must be an interval such as 90s, 1h30m, 2d, 250ms or PT1H, or a number of seconds"
+ID_WORDS = "must be 1 to 128 letters, digits or the characters . _ : -"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "headers", "message"),
+    [
+        ("POST", "/tasks", {"action": "log", "due": "2030-01-07T10:00:00"}, {}, f"due: {INSTANT_WORDS}"),
+        ("POST", "/tasks", {"action": "log", "every": "1h", "end": "2031"}, {}, f"end: {INSTANT_WORDS}"),
+        ("POST", "/tasks", {"action": "log", "every": "soon"}, {}, f"every: {DURATION_WORDS}"),
+        ("POST", "/tasks", {"action": "log", "every": 0}, {}, "every: Input should be greater than 0"),
+        ("POST", "/tasks", {**ONE_SHOT, "max_attempts": None}, {},
+         "max_attempts: must not be null (leave the field out instead)"),
+        ("POST", "/tasks", {**ONE_SHOT, "id": "has space"}, {}, f"id: {ID_WORDS}"),
+        ("GET", "/tasks/semi;colon", None, {}, f"id: {ID_WORDS}"),
+        ("GET", "/tasks?cursor=%F0%9F%98%80", None, {}, "cursor: must be the next_cursor of a previous page"),
+        ("PATCH", "/tasks/any", {"due": "tomorrow"}, {}, f"due: {INSTANT_WORDS}"),
+        ("PATCH", "/tasks/any", {"payload": {}}, {"If-Match": "abc"},
+         'If-Match: must be a task version such as 3 or "3", or * for any version'),
+        ("POST", "/tasks", {"action": "log", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, {},
+         "timezone: unknown IANA time zone 'Mars/Olympus'"),
+    ],
+)  # fmt: skip
+def test_invalid_formats_are_explained_in_words(
+    api: LambdaApi, method: str, path: str, body: Any, headers: dict[str, str], message: str
+) -> None:
+    # When a field, parameter or header does not have the expected shape
+    response = api.request(method, path, **({} if body is None else {"json_body": body}), headers=headers)
+    # Then the message says in words what is expected, naming the field (never a raw pattern)
+    assert response.status == 422, response.body
+    assert response.json()["message"] == message
 
 
 def test_patch_without_any_field_is_422(api: LambdaApi) -> None:

@@ -67,6 +67,19 @@ def test_request_becomes_a_rest_proxy_event_with_resource_and_path_parameters() 
     assert 0 < context.get_remaining_time_in_millis() <= 29_000
 
 
+def test_request_context_path_is_the_url_without_a_stage() -> None:
+    # Given a gateway that serves at its root, under a stage name
+    handler = Recorder()
+    with serve(handler, resources=["/tasks"], stage="local") as server:
+        # When a client calls a path on it
+        requests.get(f"{server.url}/tasks?limit=1", timeout=5)
+    # Then the event's request path is the URL's path, with no stage prefix (the URL has none),
+    # so the API names the root, not "/local", as its base in generated links and documents
+    context = handler.events[0]["requestContext"]
+    assert context["stage"] == "local"
+    assert context["path"] == "/tasks"
+
+
 def test_unknown_resource_uses_greedy_proxy_and_empty_body_is_null() -> None:
     # Given / When a GET on a path no declared resource matches
     event = build_event(method="GET", raw_path="/nope/deeper", headers=[], body=b"", resources=["/tasks"])

@@ -36,3 +36,14 @@ def test_task_responses_require_every_field() -> None:
     # Then every property is required (nullable ones are explicit) and no other may appear
     assert set(task["required"]) == set(task["properties"])
     assert task["additionalProperties"] is False
+
+
+def test_create_examples_show_each_kind_of_time_alone() -> None:
+    # Given the named request examples of POST /tasks
+    content = json.loads(generated())["paths"]["/tasks"]["post"]["requestBody"]["content"]
+    examples = [example["value"] for example in content["application/json"].get("examples", {}).values()]
+    # Then each sets exactly one time field (the API refuses two), together they show all four,
+    # and the cron one names its time zone
+    time_fields = [[f for f in ("due", "delay_seconds", "cron", "every") if f in body] for body in examples]
+    assert sorted(time_fields) == [["cron"], ["delay_seconds"], ["due"], ["every"]]
+    assert all("timezone" in body for body in examples if "cron" in body)
