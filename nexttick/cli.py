@@ -3,7 +3,9 @@
 
 Target: flags (`--endpoint-url`, `--table`, `--rule`, `--worker-function`, `--region`) win, then the
 `NEXTTICK_*` / `AWS_*` environment. Without `--endpoint-url`, `--aws` or NEXTTICK_ENDPOINT_URL, a
-running local stack recorded in `<state dir>/local.json` (`.nexttick/` by default) is used.
+running local stack recorded in `<state dir>/local.json` (`.nexttick/` by default) is used; with no
+stack running, AWS only when the environment names a table (NEXTTICK_TABLE), else an error saying how
+to start one. Every failure ends as one `error:` line (with `--json`: the HTTP API's error object).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from nexttick.errors import NextTickError, ValidationError
+from nexttick.constants import DEFAULT_REGION
+from nexttick.errors import ErrorCode, NextTickError, ValidationError
 
 # ---------------------------------------------------------------------- formatting
 
@@ -84,22 +88,30 @@ def _parse_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
-def _when(value: str | None, now: datetime) -> str:
+def format_time(at: datetime, zone: str | None = None) -> str:
+    """An instant on the wall clock of `zone` - a task's own time zone, so that its 09:00 Berlin
+    reads 09:00 CET - or in UTC with a `Z`."""
+    if zone and zone != "UTC":
+        return at.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S %Z")
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + "Z"
+
+
+def _when(value: str | None, now: datetime, zone: str | None = None) -> str:
     at = _parse_time(value)
     if at is None:
         return "-"
-    return f"{at.strftime('%Y-%m-%d %H:%M:%S')}Z ({relative(at, now)})"
+    return f"{format_time(at, zone)} ({relative(at, now)})"
 
 
 def render_table(tasks: Sequence[Mapping[str, Any]], now: datetime) -> str:
-    """Tasks as an aligned text table."""
-    header = ("ID", "STATUS", "ACTION", "DUE (UTC)", "SCHEDULE", "RUNS")
+    """Tasks as an aligned text table, each due time in its task's zone."""
+    header = ("ID", "STATUS", "ACTION", "DUE", "SCHEDULE", "RUNS")
     rows = [
         (
             t["id"],
             t["status"],
             t["action"],
-            _when(t.get("due"), now),
+            _when(t.get("due"), now, t.get("timezone")),
             describe_schedule(t),
             str(t.get("runs", 0)),
         )
@@ -114,16 +126,21 @@ def render_table(tasks: Sequence[Mapping[str, Any]], now: datetime) -> str:
 
 
 def render_task(task: Mapping[str, Any], now: datetime) -> str:
-    """One task as 'field: value' lines."""
+    """One task as 'field: value' lines, its times in its own zone."""
     last = task.get("last_run") or {}
+    zone = task.get("timezone")
+
+    def when(value: str | None) -> str:
+        return _when(value, now, zone)
+
     lines = [
         ("id", task["id"]),
         ("status", task["status"]),
         ("action", task["action"]),
         ("schedule", describe_schedule(task) + (f"  [{task['cron']}]" if task.get("cron") else "")),
-        ("due", _when(task.get("due"), now)),
-        ("next attempt", _when(task.get("next_attempt_at"), now) if task.get("next_attempt_at") else None),
-        ("end", _when(task.get("end"), now) if task.get("end") else None),
+        ("due", when(task.get("due"))),
+        ("next attempt", when(task.get("next_attempt_at")) if task.get("next_attempt_at") else None),
+        ("end", when(task.get("end")) if task.get("end") else None),
         ("payload", json.dumps(task.get("payload", {}), sort_keys=True)),
         (
             "runs / attempts",
@@ -131,14 +148,14 @@ def render_task(task: Mapping[str, Any], now: datetime) -> str:
         ),
         (
             "last run",
-            f"{last.get('outcome')} at {_when(last.get('started_at'), now)}"
+            f"{last.get('outcome')} at {when(last.get('started_at'))}"
             + (f": {last['error']}" if last.get("error") else "")
             if last
             else None,
         ),
         ("version", str(task.get("version"))),
-        ("created", _when(task.get("created_at"), now)),
-        ("updated", _when(task.get("updated_at"), now)),
+        ("created", when(task.get("created_at"))),
+        ("updated", when(task.get("updated_at"))),
     ]
     width = max(len(name) for name, _ in lines)
     return "\n".join(f"{name.ljust(width)}  {value}" for name, value in lines if value is not None)
@@ -147,22 +164,75 @@ def render_task(task: Mapping[str, Any], now: datetime) -> str:
 # ---------------------------------------------------------------------- target
 
 
+class TargetError(Exception):
+    """Nothing to talk to: no running local stack (or a dead one) and no AWS target chosen. Reported
+    like a failed AWS call: one line saying what to do (`--json`: `service_unavailable`)."""
+
+
+_START_HINT = "start it with `make run`, or pass --aws"
+
+
 def local_stack_environment(
     environ: Mapping[str, str], *, endpoint_url: str | None, aws: bool, state_dir: str | None
 ) -> dict[str, str] | None:
     """The environment of a running local stack (from its `local.json`) to run the editor with, or
     None to use the environment as it is: with `--aws`, `--endpoint-url` or NEXTTICK_ENDPOINT_URL,
-    or when no local stack is running."""
+    or a table named by NEXTTICK_TABLE. TargetError otherwise: without a stack a newcomer's command
+    would reach for AWS credentials they do not have."""
     from nexttick.local import endpoints
     from nexttick.local.options import state_dir_from
 
     if aws or endpoint_url or environ.get("NEXTTICK_ENDPOINT_URL"):
         return None
+    directory = state_dir_from(environ, state_dir)
     try:
-        info = endpoints.read(state_dir_from(environ, state_dir))
+        info = endpoints.read(directory)
     except endpoints.StaleLocalStack as exc:
-        raise SystemExit(f"error: {exc}; start it with `nexttick local`, or pass --aws") from None
-    return dict(info["env"]) if info is not None else None
+        raise TargetError(f"{exc}; {_START_HINT}") from None
+    if info is not None:
+        return dict(info["env"])
+    if environ.get("NEXTTICK_TABLE"):
+        return None
+    raise TargetError(f"no local stack is running in {directory}; {_START_HINT}")
+
+
+def describe_aws_failure(
+    exc: Exception, *, endpoint_flag: str | None, region_flag: str | None, environ: Mapping[str, str]
+) -> str | None:
+    """One line for a failed AWS call - where it went, what failed, what to do - or None when `exc`
+    is no AWS failure (a bug, which keeps its traceback)."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ReadTimeoutError
+    from botocore.exceptions import ConnectionError as AwsConnectionError
+    from pynamodb.exceptions import PynamoDBException
+
+    cause = exc.cause if isinstance(exc, PynamoDBException) and exc.cause is not None else exc
+    if not isinstance(cause, BotoCoreError | ClientError | PynamoDBException):
+        return None
+    endpoint = endpoint_flag or environ.get("NEXTTICK_ENDPOINT_URL")
+    region = region_flag or environ.get("AWS_REGION") or DEFAULT_REGION
+    target = endpoint or f"AWS ({region})"
+    if isinstance(cause, AwsConnectionError | ReadTimeoutError):
+        url = cause.kwargs.get("endpoint_url") or target
+        if endpoint_flag:
+            return f"cannot connect to {url}; check --endpoint-url"
+        if endpoint:
+            return (
+                f"cannot connect to {url}: no local stack answers there; start it with `make run`, "
+                "or unset NEXTTICK_ENDPOINT_URL (a sourced .nexttick/env of a stopped stack sets it)"
+            )
+        return f"cannot connect to {url}; check your network and AWS_REGION"
+    if isinstance(cause, NoCredentialsError):
+        return (
+            f"{target}: no AWS credentials found; configure them (`aws configure`, AWS_PROFILE), "
+            "or start the local stack with `make run`"
+        )
+    if isinstance(cause, ClientError):
+        error = cause.response.get("Error", {})
+        return (
+            f"{target} refused the call ({error.get('Code')}: {error.get('Message')}); check the "
+            "names (--table, --rule, --worker-function or NEXTTICK_*) and your credentials' permissions"
+        )
+    return f"AWS call to {target} failed: {cause}"
 
 
 def build_editor(args: argparse.Namespace) -> Any:
@@ -213,7 +283,7 @@ def _delay(text: str | None) -> float | None:
 
     if text.strip() in ("0", "0s", "now"):
         return 0.0
-    return parse_duration(text, "in").total_seconds()
+    return parse_duration(text, "delay_seconds").total_seconds()
 
 
 def _time_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -246,7 +316,8 @@ def cmd_add(args: argparse.Namespace, out: Output) -> int:
     result = build_editor(args).create(spec)
     task = result.task.to_dict()
     verb = "scheduled" if result.created else "already exists (identical repeat)"
-    out.task(task, f"{verb}: {task['id']} ({task['action']}), due {_when(task.get('due'), out.now())}")
+    due = _when(task.get("due"), out.now(), task.get("timezone"))
+    out.task(task, f"{verb}: {task['id']} ({task['action']}), due {due}")
     return 0
 
 
@@ -258,14 +329,14 @@ def cmd_ls(args: argparse.Namespace, out: Output) -> int:
         page = editor.list(status=args.status, limit=args.limit, cursor=cursor)
         items.extend(t.to_dict() for t in page.items)
         cursor = page.next_cursor
-        if not (args.all and cursor):
+        if not (args.all_pages and cursor):
             break
     if out.json:
         out.emit({"items": items, "next_cursor": cursor})
         return 0
     out.line(render_table(items, out.now()) if items else "no pending tasks")
     if cursor:
-        out.line(f"more: nexttick ls --cursor {cursor}   (or --all)")
+        out.line(f"more: nexttick ls --cursor {cursor}   (or --all-pages)")
     return 0
 
 
@@ -276,11 +347,34 @@ def cmd_show(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_reschedule(args: argparse.Namespace, out: Output) -> int:
+    """A one-shot time (`--at`, `--in`) for a recurring task would silently end its recurrence:
+    refused unless `--once` says that is meant."""
     fields = _time_fields(args)
     if all(v is None for v in fields.values()):
-        raise ValidationError("due: give one of --at, --in, --cron, --every", field="due")
-    task = build_editor(args).reschedule(args.id, expected_version=args.if_version, **fields).to_dict()
-    out.task(task, f"rescheduled: {task['id']}, due {_when(task.get('due'), out.now())}")
+        raise ValidationError(
+            "give one of --at, --in, --cron, --every (or --tz for a cron task)", field="due"
+        )
+    one_shot = next((name for name in ("due", "delay_seconds") if fields[name] is not None), None)
+    if args.once and one_shot is None:
+        raise ValidationError("--once: makes the task a one-shot at a new time; give it with --at or --in")
+    editor = build_editor(args)
+    if one_shot and not args.once:
+        current = editor.get(args.id)
+        if current.schedule != "once":
+            schedule = (
+                f"on cron '{current.cron}' in {current.timezone or 'UTC'}"
+                if current.cron
+                else describe_schedule(current.to_dict())
+            )
+            raise ValidationError(
+                f"{one_shot}: task {args.id!r} recurs {schedule} and would become a one-shot; "
+                "pass --once to convert it, or --cron/--every to change its recurrence",
+                field=one_shot,
+            )
+    task = editor.reschedule(args.id, expected_version=args.if_version, **fields).to_dict()
+    out.task(
+        task, f"rescheduled: {task['id']}, due {_when(task.get('due'), out.now(), task.get('timezone'))}"
+    )
     return 0
 
 
@@ -333,6 +427,8 @@ def cmd_local(args: argparse.Namespace, out: Output) -> int:
         jitter=False if args.no_jitter else None,
         max_delivery_delay=args.max_delivery_delay,
         worker_timeout=args.worker_timeout,
+        log_format=args.log_format,
+        metrics=args.metrics,
     )
     code = run(options)
     # Worker invocations still running (e.g. waiting for a due instant) are abandoned like a Lambda
@@ -364,14 +460,46 @@ class Output:
         else:
             self.line(text)
 
-    def error(self, kind: str, message: str, field: str | None = None) -> None:
+    def error(self, code: ErrorCode, message: str, field: str | None = None) -> None:
+        """`--json`: the HTTP API's error object (same codes, `field` the API's name)."""
         if self.json:
-            print(json.dumps({"error": kind, "message": message, "field": field}), file=sys.stderr)
+            print(json.dumps({"error": code.value, "message": message, "field": field}), file=sys.stderr)
         else:
             print(f"error: {message}", file=sys.stderr)
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+# The editor's (and the API's) field names as the CLI's flags spell them: errors name what was typed.
+FLAGS = {
+    "action": "--action",
+    "due": "--at",
+    "delay_seconds": "--in",
+    "cron": "--cron",
+    "timezone": "--tz",
+    "every": "--every",
+    "payload": "--payload",
+    "end": "--end",
+    "max_attempts": "--max-attempts",
+    "retry_backoff_seconds": "--retry-backoff",
+    "misfire_grace_seconds": "--misfire-grace",
+    "version": "--if-version",
+    "limit": "--limit",
+    "cursor": "--cursor",
+}
+
+
+def flag_message(message: str, field: str | None) -> str:
+    """An editor message starts with its field (`due: ...`); the user typed a flag (`--at: ...`)."""
+    flag = FLAGS.get(field or "")
+    if flag and field and message.startswith(f"{field}: "):
+        return flag + message[len(field) :]
+    return message
+
+
+# Destinations of the target options: they choose where a task command's editor points.
+_TARGET_OPTIONS = ("json", "endpoint_url", "region", "table", "rule", "worker_function", "aws")
+
+
+def _target_options(parser: argparse.ArgumentParser) -> None:
     s = argparse.SUPPRESS
     parser.add_argument("--json", action="store_true", default=s, help="machine-readable output")
     parser.add_argument("--endpoint-url", default=s, help="AWS endpoint (e.g. a moto server); default: AWS")
@@ -382,8 +510,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--worker-function", default=s, help="worker Lambda (default: NEXTTICK_WORKER_FUNCTION)"
     )
     parser.add_argument("--aws", action="store_true", default=s, help="ignore a running local stack")
+
+
+def _state_dir_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--state-dir", default=s, help="local stack directory (default: NEXTTICK_STATE_DIR or .nexttick)"
+        "--state-dir",
+        default=argparse.SUPPRESS,
+        help="local stack directory (default: NEXTTICK_STATE_DIR or .nexttick)",
     )
 
 
@@ -399,23 +532,33 @@ def _time_options(parser: argparse.ArgumentParser, required: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # No abbreviations: a renamed option (`ls --all` -> `--all-pages`) must not live on as a prefix.
     parser = argparse.ArgumentParser(
         prog="nexttick",
         description="nexttick: schedule work for a future time (local stack or AWS).",
         epilog="Targets a running `nexttick local` (.nexttick/local.json) unless --aws or --endpoint-url.",
+        allow_abbrev=False,
     )
-    _common(parser)
+    _target_options(parser)
+    _state_dir_option(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
-        name: str, handler: Callable[[argparse.Namespace, Output], int], help: str
+        name: str, handler: Callable[[argparse.Namespace, Output], int], help: str, *, targets: bool = True
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
-        _common(p)
+        p = sub.add_parser(name, help=help, description=help, allow_abbrev=False)
+        if targets:
+            _target_options(p)
+        _state_dir_option(p)
         p.set_defaults(handler=handler)
         return p
 
-    p = command("local", cmd_local, "start the local stack (moto + API + emulated EventBridge + worker)")
+    p = command(
+        "local",
+        cmd_local,
+        "start the local stack (moto + API + emulated EventBridge + worker)",
+        targets=False,
+    )
     p.add_argument("--port", type=int, help="API port (default NEXTTICK_PORT or 8000; 0 = any free port)")
     p.add_argument(
         "--moto-port", type=int, help="moto server port (default NEXTTICK_MOTO_PORT or a free one)"
@@ -426,6 +569,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-delivery-delay", type=float, help="seconds, uniform 0..max (default 5)")
     p.add_argument("--worker-timeout", type=int, help="worker timeout in seconds (default: the deployed one)")
+    p.add_argument(
+        "--log-format",
+        metavar="{human,json}",
+        help="human: one line per event (default); json: the handlers' Powertools JSON, as in Lambda",
+    )
+    p.add_argument(
+        "--metrics",
+        action="store_true",
+        default=None,
+        help="print the handlers' CloudWatch EMF metric lines (default NEXTTICK_LOCAL_METRICS or off)",
+    )
 
     p = command("add", cmd_add, "schedule a task")
     p.add_argument("--action", required=True, help="a configured action name (e.g. log)")
@@ -441,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", choices=("pending", "running"))
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--cursor", help="continue after a previous page")
-    p.add_argument("--all", action="store_true", help="follow cursors to the end")
+    p.add_argument("--all-pages", action="store_true", help="follow the cursors to the last page")
 
     p = command("show", cmd_show, "show one task")
     p.add_argument("id")
@@ -449,6 +603,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("reschedule", cmd_reschedule, "move a pending task to a new time or recurrence")
     p.add_argument("id")
     _time_options(p, required=False)
+    p.add_argument(
+        "--once", action="store_true", help="with --at / --in: turn a recurring task into a one-shot"
+    )
     p.add_argument("--if-version", type=int, help="only if the task is still at this version")
 
     p = command("cancel", cmd_cancel, "cancel a pending task")
@@ -460,21 +617,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "local":  # given before the command, where the top-level parser takes them
+        misplaced = [name for name in _TARGET_OPTIONS if name in vars(args)]
+        if misplaced:
+            parser.error(f"--{misplaced[0].replace('_', '-')} does not apply to `local`")
     out = Output(as_json=getattr(args, "json", False))
     try:
         code: int = args.handler(args, out)
         return code
     except NextTickError as exc:
-        out.error(type(exc).__name__, exc.message, exc.field)
+        out.error(exc.code, flag_message(exc.message, exc.field), exc.field)
+        return 1
+    except TargetError as exc:
+        out.error(ErrorCode.UNAVAILABLE, str(exc))
         return 1
     except Exception as exc:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        if isinstance(exc, BotoCoreError | ClientError):
-            out.error(type(exc).__name__, f"AWS call failed: {exc}")
-            return 1
-        raise
+        message = describe_aws_failure(
+            exc,
+            endpoint_flag=getattr(args, "endpoint_url", None),
+            region_flag=getattr(args, "region", None),
+            environ=os.environ,
+        )
+        if message is None:
+            raise
+        out.error(ErrorCode.UNAVAILABLE, message)
+        return 1
 
 
 if __name__ == "__main__":

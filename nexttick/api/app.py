@@ -50,14 +50,7 @@ from nexttick.api.models import (
     UpdateTaskRequest,
 )
 from nexttick.constants import MAX_PAYLOAD_BYTES
-from nexttick.errors import (
-    ConflictError,
-    NextTickError,
-    PayloadTooLargeError,
-    TaskNotFoundError,
-    UnknownActionError,
-    VersionMismatchError,
-)
+from nexttick.errors import NextTickError
 
 logger = logging.getLogger(__name__)
 
@@ -102,13 +95,6 @@ _STATUS_CODES = {
     ErrorCode.INTERNAL: 500,
     ErrorCode.UNAVAILABLE: 503,
 }
-_DOMAIN_ERRORS: list[tuple[type[NextTickError], ErrorCode]] = [
-    (PayloadTooLargeError, ErrorCode.TOO_LARGE),  # before its base class ValidationError
-    (UnknownActionError, ErrorCode.UNKNOWN_ACTION),
-    (TaskNotFoundError, ErrorCode.NOT_FOUND),
-    (ConflictError, ErrorCode.CONFLICT),
-    (VersionMismatchError, ErrorCode.VERSION_MISMATCH),
-]
 
 
 TaskId = Annotated[str, Path(pattern=TASK_ID_REGEX, description="The task id.")]
@@ -386,8 +372,7 @@ def _register_error_handlers(app: APIGatewayRestResolver) -> None:
 
     @app.exception_handler(NextTickError)
     def domain_error(exc: NextTickError) -> Response[Any]:
-        code = next((c for kind, c in _DOMAIN_ERRORS if isinstance(exc, kind)), ErrorCode.VALIDATION)
-        return _error_response(code, exc.message, exc.field)
+        return _error_response(exc.code, exc.message, exc.field)
 
     @app.exception_handler(MalformedRequest)
     def malformed(exc: MalformedRequest) -> Response[Any]:

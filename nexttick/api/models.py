@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from pydantic.json_schema import SkipJsonSchema
 
 from nexttick.constants import MAX_PAYLOAD_BYTES
-from nexttick.errors import NextTickError
+from nexttick.errors import ErrorCode, NextTickError
 from nexttick.schedules import ScheduleKind
 from nexttick.store import TaskStatus
 from nexttick.timeutil import parse_duration
@@ -248,20 +248,6 @@ class TaskPage(BaseModel):
 
     items: list[TaskOut]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
-
-
-class ErrorCode(StrEnum):
-    MALFORMED = "malformed_request"
-    VALIDATION = "validation_error"
-    UNKNOWN_ACTION = "unknown_action"
-    TOO_LARGE = "payload_too_large"
-    NOT_FOUND = "not_found"
-    METHOD_NOT_ALLOWED = "method_not_allowed"
-    CONFLICT = "conflict"
-    VERSION_MISMATCH = "version_mismatch"
-    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
-    INTERNAL = "internal_error"
-    UNAVAILABLE = "service_unavailable"
 
 
 class ErrorOut(BaseModel):

@@ -7,6 +7,9 @@ import contextlib
 import io
 import json
 import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ import pytest
 from editor import Editor
 from nexttick import cli
 from nexttick.config import NextTickSettings
-from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
+from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME, MAX_PAYLOAD_BYTES
 from nexttick.local import endpoints
 from tests.support.local import Recorder, client, create_table_and_rule, local_worker, moto_server
 
@@ -52,6 +55,18 @@ def run(state_dir: Path, *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def nexttick(state_dir: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The installed CLI, as a user runs it, finding the stack through NEXTTICK_STATE_DIR only."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(state_dir), "NEXTTICK_STATE_DIR": str(state_dir)}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "nexttick"), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def run_json(state_dir: Path, *argv: str) -> Any:
     code, out, err = run(state_dir, *argv, "--json")
     assert code == 0, err
@@ -74,7 +89,6 @@ def test_add_show_ls_reschedule_cancel_round_trip(local: tuple[Path, Recorder, A
         "STATUS",
         "ACTION",
         "DUE",
-        "(UTC)",
         "SCHEDULE",
         "RUNS",
     ]
@@ -110,7 +124,7 @@ def test_a_task_due_now_wakes_the_worker_through_the_lambda_endpoint(
     assert recorder.calls[0][0]["action"] == "wake"
 
 
-def test_ls_pages_with_cursors_and_all(local: tuple[Path, Recorder, Any]) -> None:
+def test_ls_pages_with_cursors_and_all_pages(local: tuple[Path, Recorder, Any]) -> None:
     state_dir, _, _ = local
     env = json.loads((state_dir / "local.json").read_text())["env"]
     editor = Editor(
@@ -126,9 +140,11 @@ def test_ls_pages_with_cursors_and_all(local: tuple[Path, Recorder, Any]) -> Non
     assert [t["id"] for t in first["items"]] == ["p0", "p1"] and first["next_cursor"]
     second = run_json(state_dir, "ls", "--limit", "2", "--cursor", first["next_cursor"])
     assert [t["id"] for t in second["items"]] == ["p2", "p3"]
-    everything = run_json(state_dir, "ls", "--limit", "2", "--all")
+    everything = run_json(state_dir, "ls", "--limit", "2", "--all-pages")
     assert [t["id"] for t in everything["items"]] == ["p0", "p1", "p2", "p3", "p4"]
     assert everything["next_cursor"] is None
+    code, out, _ = run(state_dir, "ls", "--limit", "2")
+    assert code == 0 and "(or --all-pages)" in out
 
 
 def test_sync_rederives_the_rule_from_the_table(local: tuple[Path, Recorder, Any]) -> None:
@@ -148,9 +164,9 @@ def test_sync_rederives_the_rule_from_the_table(local: tuple[Path, Recorder, Any
 def test_errors_name_the_field_and_exit_non_zero(local: tuple[Path, Recorder, Any]) -> None:
     state_dir, _, _ = local
     code, _, err = run(state_dir, "add", "--action", "nope", "--in", "5m")
-    assert code == 1 and "action: unknown action 'nope'" in err
+    assert code == 1 and "--action: unknown action 'nope'" in err
     code, _, err = run(state_dir, "add", "--action", "log", "--in", "5m", "--payload", "[1]")
-    assert code == 1 and "payload: must be a JSON object" in err
+    assert code == 1 and "--payload: must be a JSON object" in err
     code, _, err = run(state_dir, "add", "--action", "log", "--at", "2030-01-01T09:00:00", "--json")
     assert code == 1 and json.loads(err)["field"] == "due"
     code, _, err = run(state_dir, "show", "missing")
@@ -162,9 +178,10 @@ def test_errors_name_the_field_and_exit_non_zero(local: tuple[Path, Recorder, An
 def test_a_dead_local_stack_is_reported_not_silently_bypassed(tmp_path: Path) -> None:
     # Given a local.json left behind by a stack that was killed
     endpoints.write(tmp_path, {"pid": 2**22 + 12345, "api_url": "x", "env": {}})
-    # When the CLI runs, then it says so instead of turning to AWS
-    with pytest.raises(SystemExit, match="not running"):
-        run(tmp_path, "ls")
+    # When the CLI runs
+    code, _, err = run(tmp_path, "ls")
+    # Then it says so (and how to restart it) instead of turning to AWS
+    assert code == 1 and "not running" in err and "make run" in err and "--aws" in err
 
 
 def test_explicit_targets_bypass_the_local_stack(local: tuple[Path, Recorder, Any]) -> None:
@@ -177,3 +194,99 @@ def test_explicit_targets_bypass_the_local_stack(local: tuple[Path, Recorder, An
     )
     env["NEXTTICK_ENDPOINT_URL"] = "http://127.0.0.1:1"
     assert cli.local_stack_environment(env, endpoint_url=None, aws=False, state_dir=None) is None
+
+
+def test_json_errors_carry_the_http_apis_codes(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+
+    def error(*argv: str) -> tuple[str, str | None]:
+        code, _, err = run(state_dir, *argv, "--json")
+        assert code == 1, err
+        body = json.loads(err)
+        return body["error"], body["field"]
+
+    # Given one task
+    run_json(state_dir, "add", "--action", "log", "--in", "1h", "--id", "t-1")
+    # When each kind of mistake is made, then the code is the one the HTTP API answers with
+    assert error("add", "--action", "nope", "--in", "5m") == ("unknown_action", "action")
+    assert error("add", "--action", "log", "--at", "2030-01-01T09:00:00") == ("validation_error", "due")
+    big = json.dumps({"blob": "x" * MAX_PAYLOAD_BYTES})
+    assert error("add", "--action", "log", "--in", "5m", "--payload", big) == ("payload_too_large", "payload")
+    assert error("add", "--action", "log", "--in", "2h", "--id", "t-1") == ("conflict", "id")
+    assert error("show", "missing") == ("not_found", "id")
+    assert error("cancel", "t-1", "--if-version", "7") == ("version_mismatch", "version")
+    run_json(state_dir, "cancel", "t-1")
+    assert error("cancel", "t-1") == ("conflict", "status")
+
+
+def test_times_read_in_the_tasks_own_zone(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    berlin_nine = re.compile(r"\d{4}-\d\d-\d\d 09:00:00 CES?T \(in ")
+    # Given a Friday-09:00 Berlin task and a UTC one, added through the CLI
+    added = nexttick(state_dir, "add", "--action", "log", "--cron", "0 9 * * 5", "--tz", "Europe/Berlin")
+    run_json(state_dir, "add", "--action", "log", "--cron", "30 7 * * *", "--id", "utc")
+    # When they are listed and shown
+    listed = nexttick(state_dir, "ls").stdout.splitlines()
+    fri = re.search(r"scheduled: (\S+) ", added.stdout)
+    assert fri, added.stdout + added.stderr
+    shown = nexttick(state_dir, "show", fri.group(1)).stdout
+    # Then the Berlin task's times read 09:00 in its zone, the UTC task's in UTC with a Z
+    assert berlin_nine.search(added.stdout), added.stdout
+    assert listed[0].split()[3] == "DUE"
+    rows = {line.split()[0]: line for line in listed[1:]}
+    assert berlin_nine.search(rows[fri.group(1)]) and re.search(r" 07:30:00Z \(in ", rows["utc"])
+    due_line = next(line for line in shown.splitlines() if line.startswith("due"))
+    assert berlin_nine.search(due_line), shown
+
+
+def test_reschedule_refuses_to_turn_a_recurring_task_into_a_one_shot(
+    local: tuple[Path, Recorder, Any],
+) -> None:
+    state_dir, _, _ = local
+    # Given a cron task, an every task and a one-shot
+    run_json(
+        state_dir, "add", "--action", "log", "--cron", "0 9 * * 5", "--tz", "Europe/Berlin", "--id", "fri"
+    )
+    run_json(state_dir, "add", "--action", "log", "--every", "1h30m", "--id", "often")
+    run_json(state_dir, "add", "--action", "log", "--in", "2h", "--id", "once")
+    # When the recurring ones are given a one-shot time without --once
+    cron_refused = nexttick(state_dir, "reschedule", "fri", "--in", "0")
+    every_refused = nexttick(state_dir, "reschedule", "often", "--at", "2030-01-01T09:00:00Z")
+    # Then they are refused, naming their schedule and the two ways forward, and left unchanged
+    assert cron_refused.returncode == 1 and "Traceback" not in cron_refused.stderr
+    assert "recurs on cron '0 9 * * 5' in Europe/Berlin" in cron_refused.stderr
+    assert "--once" in cron_refused.stderr and "--cron/--every" in cron_refused.stderr
+    assert every_refused.returncode == 1 and "recurs every 1h30m" in every_refused.stderr
+    assert run_json(state_dir, "show", "fri")["schedule"] == "cron"
+    assert run_json(state_dir, "show", "often")["version"] == 1
+    # And with --once the conversion is made; a one-shot reschedules as before; a new recurrence too
+    converted = run_json(state_dir, "reschedule", "fri", "--in", "3h", "--once")
+    assert converted["schedule"] == "once" and converted["cron"] is None
+    assert run_json(state_dir, "reschedule", "once", "--in", "3h")["schedule"] == "once"
+    assert run_json(state_dir, "reschedule", "often", "--every", "2h")["every_seconds"] == 7200
+    code, _, err = run(state_dir, "reschedule", "often", "--cron", "0 9 * * *", "--once")
+    assert code == 1 and "--once" in err and "--at or --in" in err
+
+
+def test_errors_name_the_flag_the_user_typed(local: tuple[Path, Recorder, Any]) -> None:
+    # Given a running local stack and commands that are each wrong in one flag
+    state_dir, _, _ = local
+    add = ("add", "--action", "log")
+    cases = {
+        "--at": (*add, "--at", "2030-01-01T09:00:00"),
+        "--in": (*add, "--in", "soon"),
+        "--cron": (*add, "--cron", "every friday"),
+        "--tz": (*add, "--cron", "0 9 * * 5", "--tz", "Mars/Olympus"),
+        "--every": (*add, "--every", "0s"),
+        "--payload": (*add, "--in", "5m", "--payload", "[1]"),
+        "--end": (*add, "--in", "5m", "--end", "2030-01-01T00:00:00Z"),
+    }
+    for flag, argv in cases.items():
+        # When a command is given a bad value for a flag
+        done = nexttick(state_dir, *argv)
+        # Then the one error line starts with that flag, not the API's field name
+        assert done.returncode == 1 and done.stderr.startswith(f"error: {flag}: "), (flag, done.stderr)
+        assert "Traceback" not in done.stderr
+    # And --json keeps the API's field name, the message naming the flag
+    body = json.loads(nexttick(state_dir, *add, "--in", "soon", "--json").stderr)
+    assert body["field"] == "delay_seconds" and body["message"].startswith("--in: ")
