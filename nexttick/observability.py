@@ -6,18 +6,92 @@ unless `POWERTOOLS_METRICS_NAMESPACE` says otherwise. The tracer is inert outsid
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
+from aws_lambda_powertools.shared import constants
+from aws_lambda_powertools.shared.functions import (
+    extract_event_from_common_models,
+    resolve_truthy_env_var_choice,
+)
+from aws_lambda_powertools.utilities import jmespath_utils
 
 from nexttick.constants import APP_NAME
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", APP_NAME)
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", APP_NAME)
 
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+class _EMFProvider(AmazonCloudWatchEMFProvider):
+    """CloudWatch EMF, except that with metrics disabled (`POWERTOOLS_METRICS_DISABLED`, as the
+    local stack runs by default) a flush drops what the invocation added. Powertools keeps disabled
+    metrics: once one holds 100 values it prints them anyway, then warns that nothing is left."""
+
+    def flush_metrics(self, raise_on_empty_metrics: bool = False) -> None:
+        if is_metrics_disabled():
+            self.clear_metrics()
+        else:
+            super().flush_metrics(raise_on_empty_metrics=raise_on_empty_metrics)
+
+
 logger = Logger(service=SERVICE)
-metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+metrics = Metrics(provider=_EMFProvider(namespace=NAMESPACE, service=SERVICE))
 tracer = Tracer(service=SERVICE)
 
-__all__ = ["NAMESPACE", "SERVICE", "MetricUnit", "logger", "metrics", "tracer"]
+
+def inject_lambda_context(
+    *, correlation_id_path: str | None = None, pool_threads: bool = False
+) -> Callable[[Handler], Handler]:
+    """`logger.inject_lambda_context` with the Lambda context keys (cold start, function name,
+    request id, correlation id) scoped to the invoking thread instead of the logger's shared keys.
+
+    The lines are the same in Lambda, which runs one invocation per process at a time; the local
+    stack runs the API and worker handlers in threads of one process, where shared keys put one
+    function's name and request id on the other's lines.
+
+    `pool_threads`: the handler also logs from threads it starts (the worker's occurrence pool),
+    which do not inherit its context: the keys are then also the logger's shared keys, replacing
+    the previous invocation's (Powertools' `clear_state=True`). At most one handler per process."""
+
+    def decorate(handler: Handler) -> Handler:
+        invocations = itertools.count()  # cold start per handler: one handler per process in Lambda
+
+        @functools.wraps(handler)
+        def invoke(event: Any, context: Any) -> Any:
+            keys: dict[str, Any] = {
+                "cold_start": next(invocations) == 0,
+                **build_lambda_context_model(context).__dict__,
+            }
+            if correlation_id_path:
+                keys["correlation_id"] = jmespath_utils.query(envelope=correlation_id_path, data=event)
+            if pool_threads:
+                logger.structure_logs(**keys)
+            logger.thread_safe_clear_keys()
+            logger.thread_safe_append_keys(**keys)
+            # The rest of what Powertools' decorator does: POWERTOOLS_LOGGER_LOG_EVENT, and sampling
+            # drawn again for each warm invocation (POWERTOOLS_LOGGER_SAMPLE_RATE).
+            if resolve_truthy_env_var_choice(env=os.getenv(constants.LOGGER_LOG_EVENT_ENV, "false")):
+                logger.info(extract_event_from_common_models(event))
+            if logger.sampling_rate and not keys["cold_start"]:
+                logger.refresh_sample_rate_calculation()
+            try:
+                return handler(event, context)
+            finally:
+                logger.thread_safe_clear_keys()
+
+        return cast(Handler, invoke)
+
+    return decorate
+
+
+__all__ = ["NAMESPACE", "SERVICE", "MetricUnit", "inject_lambda_context", "logger", "metrics", "tracer"]

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from nexttick.actions import ActionRegistry, build_registry
-from nexttick.observability import MetricUnit, logger, metrics, tracer
+from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
 from nexttick.runtime import Runtime
 from nexttick.worker import Worker, WorkerEvent, classify_event
 
@@ -41,7 +41,7 @@ def use(runtime: Runtime, registry: ActionRegistry) -> None:
         _deps = runtime, registry
 
 
-@logger.inject_lambda_context(clear_state=True)
+@inject_lambda_context(pool_threads=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -97,6 +97,9 @@ class BuildContext:
 
 # ---------------------------------------------------------------------------------------- log
 class LogAction:
+    """Logs each delivery's whole envelope, payload included, at its level: showing deliveries is
+    what the action is for (other kinds never log payloads)."""
+
     kind = "log"
     keys: ClassVar[tuple[str, ...]] = ("level",)
 
@@ -110,11 +113,8 @@ class LogAction:
         return cls(d.name, d.choice("level", "INFO", ("DEBUG", "INFO", "WARNING")))
 
     def deliver(self, delivery: Delivery) -> None:
-        envelope = delivery.envelope()
-        payload = envelope.pop("payload")
         emit = {"DEBUG": logger.debug, "INFO": logger.info, "WARNING": logger.warning}[self.level]
-        emit("task delivered", extra={"delivery": envelope})
-        logger.debug("task payload", extra={"payload": payload, "task_id": delivery.task_id})
+        emit("task delivered", extra={"delivery": delivery.envelope()})
 
 
 # ---------------------------------------------------------------------------------------- webhook

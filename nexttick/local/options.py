@@ -16,6 +16,9 @@ DEFAULT_CONCURRENCY = 10
 # What the local stack offers out of the box (brief §7): a `log` action; webhooks only to loopback.
 DEFAULT_ACTIONS_CONFIG: dict[str, dict[str, Any]] = {"log": {"type": "log"}}
 DEFAULT_WEBHOOK_ALLOWLIST = "http://127.0.0.1,http://localhost"
+# human: one line per event for a person; json: the handlers' Powertools JSON, as in Lambda.
+LOG_FORMATS = ("human", "json")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
 def state_dir_from(environ: Mapping[str, str], flag: str | None = None) -> Path:
@@ -31,6 +34,13 @@ def _int(environ: Mapping[str, str], name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise SystemExit(f"error: {name} must be an integer, got {raw!r}") from None
+
+
+def _switch(environ: Mapping[str, str], name: str) -> bool:
+    raw = environ.get(name, "").strip().lower()
+    if raw not in _TRUE + _FALSE:
+        raise SystemExit(f"error: {name} must be 1 or 0, got {raw!r}")
+    return raw in _TRUE
 
 
 def _float(environ: Mapping[str, str], name: str, default: float) -> float:
@@ -57,6 +67,8 @@ class LocalOptions:
     worker_timeout: int | None = None  # NEXTTICK_WORKER_TIMEOUT; default: the deployed function's
     concurrency: int | None = None  # NEXTTICK_LOCAL_CONCURRENCY; default: the worker's reserved concurrency
     region: str = "us-east-1"  # AWS_REGION
+    log_format: str = "human"  # NEXTTICK_LOG_FORMAT: human | json
+    metrics: bool = False  # NEXTTICK_LOCAL_METRICS=1: the handlers print their EMF metric lines
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **flags: Any) -> LocalOptions:
@@ -73,10 +85,16 @@ class LocalOptions:
             worker_timeout=_int(env, "NEXTTICK_WORKER_TIMEOUT", 0) or None,
             concurrency=_int(env, "NEXTTICK_LOCAL_CONCURRENCY", 0) or None,
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            log_format=env.get("NEXTTICK_LOG_FORMAT", "").strip().lower() or "human",
+            metrics=_switch(env, "NEXTTICK_LOCAL_METRICS"),
         )
         for name, value in flags.items():
             if value is not None:
                 setattr(options, name, Path(value) if name == "state_dir" else value)
+        if options.log_format not in LOG_FORMATS:
+            raise SystemExit(
+                f"error: NEXTTICK_LOG_FORMAT / --log-format must be human or json, got {options.log_format!r}"
+            )
         if options.max_delivery_delay < 0 or (options.concurrency is not None and options.concurrency < 1):
             raise SystemExit("error: delivery delay must be >= 0 and concurrency >= 1")
         return options
@@ -95,8 +113,9 @@ def handler_environment(
 
     Layers: the worker's environment as the CDK app configures it, then the user's `NEXTTICK_*`
     variables (NEXTTICK_ACTIONS adds to / overrides the actions), then what the local stack forces:
-    fake credentials and the emulator's endpoints and names, so nothing may reach real AWS. Actions
-    default to `log`; webhooks default to loopback only."""
+    fake credentials and the emulator's endpoints and names, so nothing may reach real AWS, and
+    Powertools metrics off unless asked for (`metrics`). Actions default to `log`; webhooks default
+    to loopback only."""
     env = dict(function_env)
     env.update({k: v for k, v in environ.items() if k.startswith("NEXTTICK_")})
     if not env.get("NEXTTICK_ACTIONS_CONFIG"):
@@ -115,6 +134,7 @@ def handler_environment(
             "NEXTTICK_TABLE": names["table"],
             "NEXTTICK_RULE": names["rule"],
             "NEXTTICK_WORKER_FUNCTION": names["worker_function"],
+            "POWERTOOLS_METRICS_DISABLED": "false" if options.metrics else "true",
         }
     )
     return env

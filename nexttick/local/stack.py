@@ -17,7 +17,7 @@ import boto3
 
 from nexttick import constants
 from nexttick.config import get_settings
-from nexttick.local import endpoints, resources, state
+from nexttick.local import endpoints, logs, resources, state
 from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
 from nexttick.local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction
 from nexttick.local.motoserver import FROZEN_PASS_HEADER, MotoServer
@@ -249,7 +249,7 @@ Stop with Ctrl-C.
 
 def run(options: LocalOptions) -> int:
     """Start the stack, print where it is, run until Ctrl-C / SIGTERM, then stop cleanly."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(options.log_format)
     # moto names every template resource type it does not emulate (alarms, ...); the stack is fine.
     # Connection-pool warnings come from many threads sharing one client, harmless here.
     for noisy in ("botocore", "pynamodb"):
