@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,11 +25,17 @@ if TYPE_CHECKING:
 _ROOT = Path(__file__).resolve().parent.parent
 
 
-def synth_template(config: InfraConfig | None = None, local: bool = False, **kwargs: Any) -> dict[str, Any]:
+def synth_template(
+    config: InfraConfig | None = None,
+    local: bool = False,
+    announce: Callable[[str], None] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
     """The synthesized CloudFormation template (see infra.synth.synth_template).
 
     The local variant is cached under build/ by (configuration, infra sources, aws-cdk-lib version):
-    starting the local stack again skips jsii entirely."""
+    starting the local stack again skips jsii entirely. `announce` hears about a synth that is not
+    cached (it takes several seconds)."""
     if local and not kwargs:
         from infra.config import load_config
 
@@ -37,6 +44,8 @@ def synth_template(config: InfraConfig | None = None, local: bool = False, **kwa
         if path.is_file():
             cached: dict[str, Any] = json.loads(path.read_text())
             return cached
+        if announce is not None:
+            announce("synthesizing the CDK app's template (first start or changed infra; ~15 s) ...")
         template = _synth(config, local=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

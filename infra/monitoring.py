@@ -145,8 +145,8 @@ class Monitoring(Construct):
                 enforce_ssl=True,
             )
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
-            for alarm in self.alarms:
-                alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
+            for each in self.alarms:
+                each.add_alarm_action(cw_actions.SnsAction(self.topic))
 
     def _alarm_key(self) -> kms.Key:
         """CloudWatch cannot publish to a topic under the AWS-managed SNS key: a rotated CMK that

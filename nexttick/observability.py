@@ -49,19 +49,15 @@ metrics = Metrics(provider=_EMFProvider(namespace=NAMESPACE, service=SERVICE))
 tracer = Tracer(service=SERVICE)
 
 
-def inject_lambda_context(
-    *, correlation_id_path: str | None = None, pool_threads: bool = False
-) -> Callable[[Handler], Handler]:
+def inject_lambda_context(*, correlation_id_path: str | None = None) -> Callable[[Handler], Handler]:
     """`logger.inject_lambda_context` with the Lambda context keys (cold start, function name,
     request id, correlation id) scoped to the invoking thread instead of the logger's shared keys.
 
     The lines are the same in Lambda, which runs one invocation per process at a time; the local
     stack runs the API and worker handlers in threads of one process, where shared keys put one
-    function's name and request id on the other's lines.
-
-    `pool_threads`: the handler also logs from threads it starts (the worker's occurrence pool),
-    which do not inherit its context: the keys are then also the logger's shared keys, replacing
-    the previous invocation's (Powertools' `clear_state=True`). At most one handler per process."""
+    function's name and request id on the other's lines. The keys live in a context variable:
+    threads a handler starts see them when it runs their work in a copy of its context (the
+    worker's occurrence pool does)."""
 
     def decorate(handler: Handler) -> Handler:
         invocations = itertools.count()  # cold start per handler: one handler per process in Lambda
@@ -74,8 +70,6 @@ def inject_lambda_context(
             }
             if correlation_id_path:
                 keys["correlation_id"] = jmespath_utils.query(envelope=correlation_id_path, data=event)
-            if pool_threads:
-                logger.structure_logs(**keys)
             logger.thread_safe_clear_keys()
             logger.thread_safe_append_keys(**keys)
             # The rest of what Powertools' decorator does: POWERTOOLS_LOGGER_LOG_EVENT, and sampling

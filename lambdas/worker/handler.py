@@ -41,7 +41,7 @@ def use(runtime: Runtime, registry: ActionRegistry) -> None:
         _deps = runtime, registry
 
 
-@inject_lambda_context(pool_threads=True)
+@inject_lambda_context()
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

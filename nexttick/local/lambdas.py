@@ -18,6 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from nexttick.clock import SystemClock
+
 logger = logging.getLogger("local-stack")
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -43,6 +45,29 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+class SleepCountingClock(SystemClock):
+    """The system clock, counting the threads inside `sleep`. A worker invocation that is only
+    sleeping for a due instant holds no claim: shutdown need not wait for it (the next start's sync
+    invocation takes over)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sleeping = 0
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self._sleeping += 1
+        try:
+            super().sleep(seconds)
+        finally:
+            with self._lock:
+                self._sleeping -= 1
+
+    def sleeping(self) -> int:
+        with self._lock:
+            return self._sleeping
+
+
 class LocalFunction:
     """One function: synchronous calls, and asynchronous ones queued to `concurrency` threads."""
 
@@ -64,7 +89,8 @@ class LocalFunction:
         self._queue: queue.Queue[tuple[dict[str, Any], int] | None] = queue.Queue()
         self._timers: set[threading.Timer] = set()
         self._lock = threading.Condition()
-        self._busy = 0
+        self._busy = 0  # queued or running asynchronous invocations
+        self._running = 0
         self._stopping = False
         self._threads = [
             threading.Thread(target=self._drain, name=f"lambda-{name}-{i}", daemon=True)
@@ -112,6 +138,8 @@ class LocalFunction:
             if item is None:
                 return
             event, attempt = item
+            with self._lock:
+                self._running += 1
             try:
                 self.invoke(event)
             except Exception:
@@ -121,6 +149,7 @@ class LocalFunction:
             finally:
                 with self._lock:
                     self._busy -= 1
+                    self._running -= 1
                     self._lock.notify_all()
 
     def wait_idle(self, timeout: float) -> bool:
@@ -134,18 +163,29 @@ class LocalFunction:
                 self._lock.wait(left)
             return True
 
-    def stop(self, grace: float) -> bool:
-        """Accept nothing more, cancel pending retries, give running invocations `grace` seconds.
-        Invocations still running then are abandoned (their threads are daemons), like a timeout."""
+    def running(self) -> int:
+        with self._lock:
+            return self._running
+
+    def stop(self, grace: float, resumable: Callable[[], int] = lambda: 0) -> bool:
+        """Accept nothing more, cancel pending retries, give running invocations `grace` seconds,
+        except the `resumable()` ones (sleeping: nothing to finish). Invocations still running then
+        are abandoned (their threads are daemons), like a timeout; queued ones are dropped."""
         with self._lock:
             self._stopping = True
             for timer in self._timers:
                 timer.cancel()
             self._timers.clear()
-        idle = self.wait_idle(grace)
+            while not self._queue.empty():
+                if self._queue.get_nowait() is not None:
+                    self._busy -= 1
+        deadline = time.monotonic() + grace
+        with self._lock:
+            while (settled := self._running <= resumable()) is False and time.monotonic() < deadline:
+                self._lock.wait(min(0.05, max(0.0, deadline - time.monotonic())))
         for _ in self._threads:
             self._queue.put(None)
-        return idle
+        return settled
 
 
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
@@ -230,5 +270,6 @@ class InvokeEndpoint(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
-        self.shutdown()
+        if self._thread.is_alive():  # shutdown() waits for serve_forever, which may never have run
+            self.shutdown()
         self.server_close()

@@ -19,6 +19,12 @@ DEFAULT_WEBHOOK_ALLOWLIST = "http://127.0.0.1,http://localhost"
 # human: one line per event for a person; json: the handlers' Powertools JSON, as in Lambda.
 LOG_FORMATS = ("human", "json")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+# Each port the stack listens on, and how a user sets it (named in errors).
+PORT_SETTINGS = {
+    "api_port": "NEXTTICK_PORT / --port",
+    "moto_port": "NEXTTICK_MOTO_PORT / --moto-port",
+    "lambda_port": "NEXTTICK_LAMBDA_PORT",
+}
 
 
 def state_dir_from(environ: Mapping[str, str], flag: str | None = None) -> Path:
@@ -58,8 +64,8 @@ class LocalOptions:
     """How `nexttick local` runs. Every field has an environment variable (README, "Local stack")."""
 
     api_port: int = DEFAULT_API_PORT  # NEXTTICK_PORT (0 = any free port)
-    moto_port: int = 0  # NEXTTICK_MOTO_PORT (0 = any free port)
-    lambda_port: int = 0  # NEXTTICK_LAMBDA_PORT (0 = any free port)
+    moto_port: int = DEFAULT_API_PORT + 1  # NEXTTICK_MOTO_PORT (0 = any free port)
+    lambda_port: int = DEFAULT_API_PORT + 2  # NEXTTICK_LAMBDA_PORT (0 = any free port)
     state_dir: Path = field(default_factory=lambda: Path(DEFAULT_STATE_DIR))  # NEXTTICK_STATE_DIR
     restore: bool = True  # --fresh / NEXTTICK_FRESH=1 starts empty
     jitter: bool = True  # NEXTTICK_EMULATOR_JITTER=0: fire at second 0, no delivery delay
@@ -76,8 +82,8 @@ class LocalOptions:
         env = os.environ if environ is None else environ
         options = cls(
             api_port=_int(env, "NEXTTICK_PORT", DEFAULT_API_PORT),
-            moto_port=_int(env, "NEXTTICK_MOTO_PORT", 0),
-            lambda_port=_int(env, "NEXTTICK_LAMBDA_PORT", 0),
+            moto_port=_int(env, "NEXTTICK_MOTO_PORT", -1),
+            lambda_port=_int(env, "NEXTTICK_LAMBDA_PORT", -1),
             state_dir=state_dir_from(env),
             restore=env.get("NEXTTICK_FRESH", "").strip().lower() not in ("1", "true", "yes"),
             jitter=env.get("NEXTTICK_EMULATOR_JITTER", "1").strip().lower() not in ("0", "false", "no"),
@@ -91,6 +97,14 @@ class LocalOptions:
         for name, value in flags.items():
             if value is not None:
                 setattr(options, name, Path(value) if name == "state_dir" else value)
+        # Unset, the emulator's and the Invoke endpoint's ports follow the API port, so the URLs in
+        # `.nexttick/env` stay valid across restarts; with an API on any free port (0) they are free too.
+        for name, offset in (("moto_port", 1), ("lambda_port", 2)):
+            if getattr(options, name) < 0:
+                setattr(options, name, options.api_port + offset if options.api_port else 0)
+        for name, setting in PORT_SETTINGS.items():
+            if not 0 <= getattr(options, name) <= 65535:
+                raise SystemExit(f"error: {setting} must be a port (0-65535, 0 = any free one)")
         if options.log_format not in LOG_FORMATS:
             raise SystemExit(
                 f"error: NEXTTICK_LOG_FORMAT / --log-format must be human or json, got {options.log_format!r}"

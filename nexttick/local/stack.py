@@ -3,36 +3,55 @@ EventBridge, with state saved on stop and restored on start."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import importlib
+import json
 import logging
 import os
 import signal
+import socket
+import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import boto3
+from pydantic import ValidationError as SettingsValidationError
 
 from nexttick import constants
-from nexttick.config import get_settings
+from nexttick.actions import ActionConfigError, ActionRegistry, build_registry
+from nexttick.config import NextTickSettings, get_settings
 from nexttick.local import endpoints, logs, resources, state
 from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
-from nexttick.local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction
+from nexttick.local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
 from nexttick.local.motoserver import FROZEN_PASS_HEADER, MotoServer
 from nexttick.local.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_WORKER_TIMEOUT_SECONDS,
+    PORT_SETTINGS,
     LocalOptions,
     handler_environment,
 )
+from nexttick.runtime import Runtime
 
 logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
 
 WORKER_HANDLER = "lambdas.worker.handler:handler"
+WORKER_DEPENDENCIES = "lambdas.worker.handler:use"
 API_HANDLER = "lambdas.api.handler:handler"
 SHUTDOWN_GRACE_SECONDS = 5.0
+# Held (flock) for the stack's lifetime: a second stack on the same state directory refuses to start
+# and touches none of the first one's files. The kernel releases it whatever ends the process.
+LOCK_FILE = "lock"
+# Exit codes of a refused start (README, "Local stack").
+EXIT_INVALID_CONFIG = 2
+EXIT_PORT_BUSY = 3
+EXIT_ALREADY_RUNNING = 4
 _FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -49,18 +68,83 @@ def _load(target: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def synth_local_template() -> dict[str, Any] | None:
-    """The CDK app's template for the emulator (synthesized once, then cached by the CDK app), or
-    None when the CDK app is not there."""
+class StartupError(Exception):
+    """The stack refuses to start; `message` is the one line the user sees, `code` the exit status."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def synth_local_template(progress: Callable[[str], None]) -> dict[str, Any]:
+    """The CDK app's template for the emulator (synthesized once, then cached by the CDK app)."""
+    from infra import synth_template
+
+    return synth_template(local=True, announce=progress)
+
+
+def hold_state_dir(state_dir: Path) -> IO[str]:
+    """Lock the state directory for this process, or refuse: another stack runs on it."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    handle = (state_dir / LOCK_FILE).open("a")
     try:
-        infra = importlib.import_module("infra")
-    except ImportError:
-        return None
-    synth = getattr(infra, "synth_template", None)
-    if synth is None:
-        return None
-    template: dict[str, Any] = synth(local=True)
-    return template
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        try:
+            info = json.loads((state_dir / endpoints.LOCAL_FILE).read_text())
+            where = f" (pid {info['pid']}, API {info['api_url']})"
+        except (OSError, ValueError, KeyError):
+            where = ""
+        raise StartupError(
+            EXIT_ALREADY_RUNNING,
+            f"another nexttick local stack is running on {state_dir}{where}; use it, stop it, "
+            "or start a second one with --state-dir DIR --port N",
+        ) from None
+    return handle
+
+
+def check_ports_free(options: LocalOptions) -> None:
+    """Refuse to start, naming the setting, when a port the stack would listen on is taken."""
+    for name, setting in PORT_SETTINGS.items():
+        port = getattr(options, name)
+        if not port:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                raise StartupError(
+                    EXIT_PORT_BUSY,
+                    f"port {port} on 127.0.0.1 is already in use ({setting}); stop what listens there "
+                    "or choose other ports, e.g. NEXTTICK_PORT=8100 make run",
+                ) from None
+
+
+def validated_handler_settings() -> tuple[NextTickSettings, ActionRegistry]:
+    """The handlers' settings and actions, validated before the stack serves anything: one bad
+    action would otherwise fail every worker run while the API keeps accepting tasks."""
+    try:
+        settings = NextTickSettings()
+    except SettingsValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first.get("loc") else ""
+        known = NextTickSettings.model_fields.get(name)
+        variable = (
+            (known.alias if known and known.alias else f"NEXTTICK_{name.upper()}") if name else "settings"
+        )
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise StartupError(EXIT_INVALID_CONFIG, f"invalid {variable}: {message}") from None
+    try:
+        registry = build_registry(settings.action_definitions(), settings)
+    except ActionConfigError as exc:
+        name = (exc.field or "").split(".")[1] if exc.field and "." in exc.field else ""
+        source = "NEXTTICK_ACTIONS" if name in settings.actions else "the configured actions"
+        raise StartupError(EXIT_INVALID_CONFIG, f"invalid action in {source}: {exc.message}") from None
+    return settings, registry
 
 
 class LocalStack:
@@ -75,16 +159,25 @@ class LocalStack:
         self.emulator: EventBridgeEmulator | None = None
         self.api: Any = None
         self.names: resources.StackNames | None = None
-        self.restored = 0
+        self.restored_tasks = 0
+        self.actions: list[str] = []
+        self.clock = SleepCountingClock()
+        self.phase = "starting"
+        self._lock: IO[str] | None = None
         self._clients: dict[str, Any] | None = None
+        self._published = False
 
     @property
     def api_url(self) -> str:
         return str(self.api.url).rstrip("/")
 
     # ------------------------------------------------------------------ start
-    def start(self) -> LocalStack:
+    def start(self, progress: Callable[[str], None] = lambda _: None) -> LocalStack:
+        """Refuse to start (StartupError) before touching anything when the state directory is in
+        use, a port is taken or the actions are invalid; otherwise bring everything up."""
         opts = self.options
+        self._lock = hold_state_dir(opts.state_dir)
+        check_ports_free(opts)
         # Nothing in this process may reach real AWS: fake credentials, before any client exists.
         for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
             os.environ.pop(name, None)
@@ -98,7 +191,7 @@ class LocalStack:
         }
         for client in clients.values():  # the stack's own calls pass a frozen server (snapshot)
             client.meta.events.register("before-sign", _mark_snapshot_request)
-        self.names = names = self._create_resources(clients)
+        self.names = names = self._create_resources(clients, progress)
         self.endpoint = InvokeEndpoint([], port=opts.lambda_port)
         os.environ.update(
             handler_environment(
@@ -111,9 +204,15 @@ class LocalStack:
             )
         )
         get_settings.cache_clear()
+        settings, registry = validated_handler_settings()
+        self.actions = [f"{name} ({action.kind})" for name, action in sorted(registry.actions.items())]
+        # The worker sleeps on a clock the stack can see: an invocation that only sleeps is not
+        # waited for at shutdown.
+        _load(WORKER_DEPENDENCIES)(Runtime.build(settings, clock=self.clock), registry)
         saved = state.load(self.state_file) if opts.restore else None
         if saved is not None:
-            self.restored = state.restore(
+            progress(f"restoring the saved state from {self.state_file} ...")
+            self.restored_tasks = state.restore(
                 clients["dynamodb"], clients["events"], names.table, names.rule, saved, time.time()
             )
         self._clients = clients  # from here on the table holds the whole state: stop() saves it
@@ -155,9 +254,12 @@ class LocalStack:
             {"source": constants.WORKER_EVENT_SOURCE, "action": constants.WORKER_EVENT_SYNC}
         )
         endpoints.write(opts.state_dir, self._endpoint_info())
+        self._published = True
         return self
 
-    def _create_resources(self, clients: dict[str, Any]) -> resources.StackNames:
+    def _create_resources(
+        self, clients: dict[str, Any], progress: Callable[[str], None]
+    ) -> resources.StackNames:
         """Deploy the CDK app's template into moto."""
         defaults = resources.StackNames(
             table=os.environ.get("NEXTTICK_TABLE") or constants.DEFAULT_TABLE_NAME,
@@ -166,12 +268,8 @@ class LocalStack:
             or constants.DEFAULT_WORKER_FUNCTION_NAME,
             source="",
         )
-        template = synth_local_template()
-        if template is None:
-            raise SystemExit(
-                "error: the local stack deploys the CDK app's template (infra.synth_template); "
-                "run it from a clone of the repository (`make run`)"
-            )
+        template = synth_local_template(progress)
+        progress("deploying the template into the emulator ...")
         outputs = resources.deploy_template(clients["cloudformation"], template)
         return resources.names_from_stack(clients["cloudformation"], clients["lambda"], outputs, defaults)
 
@@ -199,41 +297,66 @@ class LocalStack:
         }
 
     # ------------------------------------------------------------------ stop
-    def stop(self) -> None:
-        """Stop taking work, give running invocations a moment, save the state, stop the servers."""
-        endpoints.remove(self.options.state_dir)
+    def stop(self) -> bool:
+        """Stop taking work, give delivering invocations a moment (sleeping ones hold nothing and
+        are not waited for), save the state, stop the servers. Touches the state directory only if
+        this stack started far enough to own it; True when the state was saved."""
+        if self._published:
+            endpoints.remove(self.options.state_dir)
+        self.phase = "closing the API and the emulated EventBridge"
         if self.api is not None:
             self.api.shutdown()
         if self.emulator is not None:
             self.emulator.stop()
         if self.endpoint is not None:
             self.endpoint.stop()
-        if self.worker is not None and not self.worker.stop(SHUTDOWN_GRACE_SECONDS):
-            logger.warning(
-                "worker invocations still running at shutdown are abandoned (as at a Lambda timeout)"
+        if self.worker is not None:
+            self.phase = (
+                f"waiting up to {SHUTDOWN_GRACE_SECONDS:.0f} s for worker invocations that are delivering "
+                "tasks (running now: {running}, of which sleeping: {sleeping})"
             )
+            if not self.worker.stop(SHUTDOWN_GRACE_SECONDS, resumable=self.clock.sleeping):
+                logger.warning(
+                    "worker invocations still delivering at shutdown are abandoned (as at a Lambda "
+                    "timeout); their occurrences run again after the claim lease"
+                )
+        saved = False
         if self._clients is not None and self.names is not None and self.moto is not None:
+            self.phase = f"saving the state to {self.state_file}"
             self.moto.notifier.freeze()  # abandoned invocations can no longer change the state
             snap = state.snapshot(
                 self._clients["dynamodb"], self._clients["events"], self.names.table, self.names.rule
             )
             state.save(self.state_file, snap)
-            logger.info("saved %d items and the rule to %s", len(snap["items"]), self.state_file)
+            saved = True
+        self.phase = "stopping the emulator"
         if self.moto is not None:
             self.moto.stop()
+        if self._lock is not None:
+            self._lock.close()
+        return saved
+
+    def stopping_status(self) -> str:
+        """What a stop in progress is waiting for (printed on a second Ctrl-C)."""
+        worker = self.worker
+        running = worker.running() if worker is not None else 0
+        return self.phase.format(running=running, sleeping=self.clock.sleeping())
 
     # ------------------------------------------------------------------ banner
     def banner(self) -> str:
         assert self.moto and self.endpoint and self.names
         api = self.api_url
         restored = (
-            f"restored {self.restored} items from {self.state_file}" if self.restored else "started empty"
+            f"restored {self.restored_tasks} task{'s' * (self.restored_tasks != 1)} from {self.state_file}"
+            if self.restored_tasks
+            else "started empty"
         )
         return f"""
 nexttick local stack is running ({restored})
   API          {api}   (GET /health, GET /openapi.json, Swagger UI {api}/docs)
   AWS (moto)   {self.moto.url}   table {self.names.table}, rule {self.names.rule}
   worker       {self.names.worker_function} in-process, Lambda Invoke at {self.endpoint.url}
+  actions      {", ".join(self.actions)}   (add your own with NEXTTICK_ACTIONS)
   resources    {self.names.source}
   state        {self.state_file} (saved on Ctrl-C / SIGTERM)
   endpoints    {self.options.state_dir / endpoints.LOCAL_FILE} (the nexttick CLI uses them)
@@ -259,16 +382,31 @@ def run(options: LocalOptions) -> int:
     warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
     warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
     stopping = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopping.set())
     stack = LocalStack(options)
+
+    def on_signal(*_: Any) -> None:
+        if stopping.is_set():
+            print(f"still stopping: {stack.stopping_status()}", flush=True)
+        stopping.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+
+    def progress(message: str) -> None:
+        print(f"nexttick local: {message}", flush=True)
+
     try:
-        stack.start()
+        try:
+            stack.start(progress)
+        except StartupError as exc:
+            print(f"error: {exc.message}", file=sys.stderr, flush=True)
+            return exc.code
         print(stack.banner(), flush=True)
         while not stopping.wait(60):
             pass
-        print("stopping: saving state ...", flush=True)
+        print("stopping (Ctrl-C again to see what it waits for) ...", flush=True)
     finally:
-        stack.stop()
-    print(f"stopped; state saved to {stack.state_file}", flush=True)
+        saved = stack.stop()
+    if saved:
+        print(f"stopped; state saved to {stack.state_file}", flush=True)
     return 0

@@ -3,6 +3,8 @@
 Saved on shutdown (a Scan is fine here: this is the emulator's snapshot, not a runtime path) and
 written atomically (temp file + rename). Restored on start with BatchWriteItem + PutRule before the
 emulated EventBridge starts. Items whose TTL has passed are dropped, as DynamoDB would have done.
+The rule record's waiter claim is dropped too: no invocation of the stopped process is still
+sleeping for the head, and a claim left in place would keep the next start's worker from waiting.
 """
 
 from __future__ import annotations
@@ -14,10 +16,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nexttick.constants import PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
+from nexttick.constants import (
+    PARTITION_KEY,
+    RULE_STATE_PK,
+    RULE_STATE_SK,
+    SORT_KEY,
+    TASK_PK_PREFIX,
+    TASK_SK,
+    TTL_ATTRIBUTE,
+)
 
 STATE_FORMAT = 1
 STATE_FILE = "state.json"
+# The rule record's attributes naming the invocation sleeping for the head (nexttick.store.models).
+WAITER_ATTRIBUTES = ("waiter_at", "waiter_until", "waiter_owner")
 
 
 def scan_items(dynamodb: Any, table: str) -> list[dict[str, Any]]:
@@ -68,8 +80,8 @@ def load(path: Path) -> dict[str, Any] | None:
 
 
 def restore(dynamodb: Any, events: Any, table: str, rule: str, state: dict[str, Any], now: float) -> int:
-    """Write the saved items (minus TTL-expired ones) and the saved rule; returns items restored."""
-    items = [i for i in state["items"] if not _expired(i, now)]
+    """Write the saved items (minus TTL-expired ones) and the saved rule; returns the tasks restored."""
+    items = [_without_waiter(i) for i in state["items"] if not _expired(i, now)]
     for start in range(0, len(items), 25):
         pending: dict[str, Any] = {table: [{"PutRequest": {"Item": i}} for i in items[start : start + 25]]}
         while pending:
@@ -82,7 +94,15 @@ def restore(dynamodb: Any, events: Any, table: str, rule: str, state: dict[str, 
             State=saved.get("state") or "ENABLED",
             Description=saved.get("description") or "",
         )
-    return len(items)
+    return sum(
+        1 for i in items if i[PARTITION_KEY]["S"].startswith(TASK_PK_PREFIX) and i[SORT_KEY]["S"] == TASK_SK
+    )
+
+
+def _without_waiter(item: dict[str, Any]) -> dict[str, Any]:
+    if (item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]) != (RULE_STATE_PK, RULE_STATE_SK):
+        return item
+    return {k: v for k, v in item.items() if k not in WAITER_ATTRIBUTES}
 
 
 def _expired(item: dict[str, Any], now: float) -> bool:

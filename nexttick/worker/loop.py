@@ -13,6 +13,7 @@ One invocation:
 
 from __future__ import annotations
 
+import contextvars
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -154,7 +155,8 @@ class Worker:
                 self._collect(done)
             if self.remaining() < self.margin:
                 break
-            in_flight.add(pool.submit(self._process, entry))
+            # The invocation's log context (function, request id) follows the occurrence into the pool.
+            in_flight.add(pool.submit(contextvars.copy_context().run, self._process, entry))
             submitted += 1
         self._collect(wait(in_flight).done)
         if submitted:

@@ -6,6 +6,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,8 @@ def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
     saved = state.load(path)
     assert saved is not None
     restored = state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, saved, now=0)
-    # Then every item, the task views, the pending order and the rule are as before
-    assert restored == len(saved["items"]) > 4
+    # Then every item, the task views, the pending order and the rule are as before; the count is of tasks
+    assert restored == 4 < len(saved["items"])
     for task in (once, cron, every, gone):
         assert editor.get(task.id).to_dict() == task.to_dict()
     assert [t.to_dict() for t in editor.list(limit=10).items] == listed_before
@@ -87,6 +88,30 @@ def test_items_past_their_ttl_are_not_restored(stack: tuple[MotoServer, Editor],
     assert editor.get(kept.id).status == "pending"
     with pytest.raises(Exception, match="no task"):
         editor.get(gone.id)
+
+
+def test_a_restart_drops_the_stopped_processs_waiter_claim(
+    stack: tuple[MotoServer, Editor], tmp_path: Path
+) -> None:
+    # Given a task due soon and the rule record naming an invocation sleeping for it (as when the
+    # stack was stopped while a worker waited for the exact instant)
+    server, editor = stack
+    task = editor.schedule_in("log", 30)
+    store = editor.runtime.store
+    now = datetime.now(UTC)
+    assert store.claim_waiter(task.due, "dead-invocation", now + timedelta(minutes=5), now)
+    assert store.read_rule_state().waiter_owner == "dead-invocation"
+    dynamodb, events = clients(server)
+    snap = state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
+    create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    # When the state is restored into a fresh emulator
+    state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, snap, now=now.timestamp())
+    # Then the claim is gone (that invocation no longer exists), so the next worker may wait for the task
+    after = store.read_rule_state()
+    assert (after.waiter_at, after.waiter_until, after.waiter_owner) == (None, None, None)
+    assert store.claim_waiter(task.due, "new-invocation", now + timedelta(minutes=5), now)
+    assert editor.get(task.id).status == "pending"
 
 
 def test_save_is_atomic(tmp_path: Path) -> None:

@@ -71,23 +71,24 @@ def test_unknown_events_are_logged_and_ignored(env: WorkerEnv, logs: io.StringIO
 def test_scheduled_event_runs_due_work_logs_by_task_and_flushes_metrics(
     env: WorkerEnv, capsys: pytest.CaptureFixture[str], logs: io.StringIO
 ) -> None:
-    # Given two due tasks, one with a payload that must not reach INFO logs
+    # Given two due tasks; the one whose action is not `log` carries a payload that must not reach
+    # INFO logs (only the `log` action, whose purpose is to show deliveries, logs its payload)
     due = env.now() + timedelta(minutes=2)
-    a = env.editor.schedule_at("log", due, {"secret": "s3cr3t-value"})
-    b = env.editor.schedule_at("record", due)
+    a = env.editor.schedule_at("log", due, {"shown": "by-the-log-action"})
+    b = env.editor.schedule_at("record", due, {"secret": "s3cr3t-value"})
     env.travel_to(due + timedelta(seconds=2))
     capsys.readouterr()
     powertools_metrics.clear_metrics()  # other tests in this process ran workers without the handler's flush
     # When the rule's event arrives
     result = call(env, SCHEDULED)
     out = logs.getvalue()
-    # Then both ran, logs are correlated by task id, payloads stay out of INFO logs
+    # Then both ran, logs are correlated by task id, other actions' payloads stay out of INFO logs
     assert result["event"] == "scheduled" and result["succeeded"] == 2
     assert len(RECORDER.calls[b.id]) == 1
     lines = [json.loads(line) for line in out.splitlines()]
     finished = {line["task_id"]: line for line in lines if line.get("message") == "occurrence finished"}
     assert set(finished) == {a.id, b.id} and finished[a.id]["lateness_ms"] == 2000.0
-    assert "s3cr3t-value" not in out
+    assert "s3cr3t-value" not in out and "by-the-log-action" in out
     # And the metrics were flushed for this invocation
     printed = capsys.readouterr().out
     metrics = emf_metrics(printed)
