@@ -21,6 +21,8 @@ from typing import Any
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
+# The console script `make` installs into .venv: the stack and the CLI start the way a user starts them.
+NEXTTICK = str(Path(sys.executable).parent / "nexttick")
 
 
 def parse_time(value: str) -> float:
@@ -115,7 +117,7 @@ class LocalStackProcess:
     def start(self, timeout: float = 300.0) -> LocalStackProcess:
         handle = self.log.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "nexttick.cli", "local"],
+            [NEXTTICK, "local"],
             cwd=REPO,
             env=self.env,
             stdout=handle,
@@ -174,7 +176,7 @@ class LocalStackProcess:
         env = {k: v for k, v in self.env.items() if not k.startswith("NEXTTICK_")}
         env["NEXTTICK_STATE_DIR"] = self.env["NEXTTICK_STATE_DIR"]
         done = subprocess.run(
-            [sys.executable, "-m", "nexttick.cli", *args, "--json"],
+            [NEXTTICK, *args, "--json"],
             cwd=REPO,
             env=env,
             capture_output=True,
