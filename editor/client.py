@@ -1,8 +1,9 @@
 """The Editor: create, inspect, reschedule, update and cancel tasks; keeps the rule in sync.
 
-Write order (nothing is ever half-visible): a queue entry is written first, then the task item
-that points at it (conditional), then the rule is synchronised. A crash in between leaves at most
-an entry whose token no task points at; the worker deletes such entries when it meets them.
+Task and queue-entry writes go through the store's write protocol (`TaskStore.create_task`,
+`swap_occurrence`): nothing is ever half-visible. The rule is synchronised after the task write
+committed. A request repeated after an error (same client id, same If-Match, a second cancel)
+finishes what the first attempt may have left undone instead of failing.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import boto3
 from editor.models import UNSET, CreateResult, Page, Task, TaskChanges, TaskSpec
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings
-from nexttick.constants import MAX_PAYLOAD_BYTES, TASK_ID_PATTERN
+from nexttick.constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, TASK_ID_PATTERN
 from nexttick.errors import (
     ConflictError,
     PayloadTooLargeError,
@@ -36,6 +37,7 @@ from nexttick.runtime import Runtime
 from nexttick.schedules import Recurrence, ScheduleKind, load_zone, validate_cron
 from nexttick.store import QueueEntry, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
+from nexttick.store.records import Occurrence
 from nexttick.store.repository import TaskExistsError
 from nexttick.timeutil import parse_duration, parse_instant
 
@@ -43,6 +45,19 @@ LISTABLE_STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING)
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 _MAX_CAS_RETRIES = 20
 _MAX_SPAN = timedelta(days=200 * 366)  # any later instant is past 2199 anyway (and may overflow)
+# What a change can set: a repeated change finds these as it asks when its first attempt committed.
+_CHANGEABLE = (
+    "schedule_kind",
+    "cron",
+    "timezone",
+    "every_seconds",
+    "due",
+    "end",
+    "payload",
+    "max_attempts",
+    "retry_backoff_seconds",
+    "misfire_grace_seconds",
+)
 
 
 class Editor:
@@ -125,32 +140,35 @@ class Editor:
 
     def create(self, spec: TaskSpec) -> CreateResult:
         """Create a task. With a client `id`, an identical repeat returns the existing task
-        (`created=False`); a different body under the same id raises ConflictError."""
+        (`created=False`) and re-runs the rule sync of a pending one (the first attempt may have
+        failed after writing the task); a different body under the same id raises ConflictError."""
         now = self.clock.now()
         record = self._new_record(spec, now)
         if spec.id is not None:
             existing = self.store.get_task(spec.id)
             if existing is not None:
                 return self._existing_for_repeat(existing, record)
-        assert record.due is not None
-        entry = self.store.new_entry(record.id, record.due, record.due)
-        record.queue_key, record.queue_token = entry.key, entry.token
-        self.store.put_entry(entry, now)
         try:
-            self.store.insert_task(record)
+            self.store.create_task(record)
         except TaskExistsError:
-            self.store.delete_entry(entry.shard, entry.key, entry.token)
             existing = self.store.get_task(record.id)
             if existing is None:  # pragma: no cover - it existed a moment ago; TTL cannot be this fast
                 raise ConflictError("id: task id is being reused concurrently", field="id") from None
             return self._existing_for_repeat(existing, record)
+        assert record.due is not None
         self.runtime.rule_sync.on_task_due(record.due)
         return CreateResult(self._view(record), created=True)
 
     def _existing_for_repeat(self, existing: TaskRecord, wanted: TaskRecord) -> CreateResult:
         if existing.request_hash != wanted.request_hash:
             raise ConflictError(f"id: a different task already exists with id {existing.id!r}", field="id")
+        self._resync(existing)
         return CreateResult(self._view(existing), created=False)
+
+    def _resync(self, record: TaskRecord) -> None:
+        """Run the rule sync for a pending task's next run again (one read when already covered)."""
+        if record.status == TaskStatus.PENDING and record.queue_key is not None:
+            self.runtime.rule_sync.on_task_due(split_queue_sort_key(record.queue_key)[0])
 
     def _new_record(self, spec: TaskSpec, now: datetime) -> TaskRecord:
         task_id = spec.id if spec.id is not None else uuid.uuid4().hex
@@ -261,72 +279,92 @@ class Editor:
         return self.modify(task_id, TaskChanges(**fields), expected_version=expected_version)
 
     def modify(self, task_id: str, changes: TaskChanges, *, expected_version: int | None = None) -> Task:
-        """Apply a TaskChanges to a pending task, compare-and-set on its version."""
+        """Apply a TaskChanges to a pending task, compare-and-set on its version.
+
+        A repeat of a change that already committed (`expected_version` is the version it started
+        from, the task is one version later and already as the change asks) returns the task and
+        re-runs its rule sync instead of failing with VersionMismatchError."""
         given = changes.given()
         if not given:
             raise ValidationError("body: no field to change", field="body")
         for _ in range(_MAX_CAS_RETRIES):
-            current = self._pending(task_id, expected_version)
+            current = self._read(task_id)
             now = self.clock.now()
-            updated, new_entry = self._apply(current, given, now)
-            if new_entry is not None:
-                self.store.put_entry(new_entry, now)
-            if self.store.replace_task(updated, current.version):
-                if new_entry is not None:
-                    self._drop_entry_of(current)
-                    assert updated.due is not None
-                    self.runtime.rule_sync.on_task_due(updated.due)
+            if expected_version is not None and current.version != expected_version:
+                if current.version == expected_version + 1 and self._already_applied(current, given, now):
+                    self._resync(current)
+                    return self._view(current)
+                raise _version_mismatch(current, expected_version)
+            self._require_pending(current)
+            updated, due = self._apply(current, given, now)
+            if due is None:
+                committed = self.store.replace_task(updated, current.version)
+            else:
+                leaving = self.store.entry_of(current)
+                committed = self.store.swap_occurrence(current, updated, Occurrence(due, due), leaving=leaving)
+            if committed:
+                if due is not None:
+                    self.runtime.rule_sync.on_task_due(due)
                 return self._view(updated)
-            if new_entry is not None:
-                self.store.delete_entry(new_entry.shard, new_entry.key, new_entry.token)
         raise ConflictError("id: task is changing too often; retry", field="id")
 
     def cancel(self, task_id: str, *, expected_version: int | None = None) -> Task:
-        """Cancel a pending task (a recurring one stops for good). It stays readable as `cancelled`."""
+        """Cancel a pending task (a recurring one stops for good). It stays readable as `cancelled`.
+
+        Cancelling a cancelled task returns it (whatever `expected_version`), after deleting the
+        queue entry an interrupted first cancel may have left."""
         for _ in range(_MAX_CAS_RETRIES):
-            current = self._pending(task_id, expected_version)
+            current = self._read(task_id)
+            if current.status == TaskStatus.CANCELLED:
+                self.store.drop_entry_of(current)
+                return self._view(current)
+            if expected_version is not None and current.version != expected_version:
+                raise _version_mismatch(current, expected_version)
+            self._require_pending(current)
             now = self.clock.now()
             updated = replace(
                 current,
                 status=TaskStatus.CANCELLED,
                 due=None,
-                queue_key=None,
-                queue_token=None,
                 version=current.version + 1,
                 updated_at=now,
                 expires_at=now + timedelta(days=self.settings.retention_days),
             )
-            if self.store.replace_task(updated, current.version):
-                self._drop_entry_of(current)
+            if self.store.swap_occurrence(current, updated, None, leaving=self.store.entry_of(current)):
                 return self._view(updated)
         raise ConflictError("id: task is changing too often; retry", field="id")
 
     # ------------------------------------------------------------------ helpers
-    def _pending(self, task_id: str, expected_version: int | None) -> TaskRecord:
+    def _read(self, task_id: str) -> TaskRecord:
         current = self.store.get_task(task_id)
         if current is None:
             raise TaskNotFoundError(f"id: no task {task_id!r}", field="id")
-        if expected_version is not None and current.version != expected_version:
-            raise VersionMismatchError(
-                f"version: task is at version {current.version}, not {expected_version}", field="version"
-            )
-        if current.status != TaskStatus.PENDING:
-            raise ConflictError(f"status: task is {current.status}, not pending", field="status")
         return current
 
-    def _drop_entry_of(self, record: TaskRecord) -> None:
-        located = self.store.entry_for_task(record)
-        if located is not None and record.queue_token is not None:
-            self.store.delete_entry(located[0], located[1], record.queue_token)
+    @staticmethod
+    def _require_pending(current: TaskRecord) -> None:
+        if current.status != TaskStatus.PENDING:
+            raise ConflictError(f"status: task is {current.status}, not pending", field="status")
+
+    def _already_applied(self, current: TaskRecord, given: dict[str, Any], now: datetime) -> bool:
+        """Whether applying `given` now would leave every field a change can set as it is."""
+        if current.status != TaskStatus.PENDING:
+            return False
+        try:
+            updated, _ = self._apply(current, given, now)
+        except ValidationError:
+            return False
+        return all(getattr(updated, name) == getattr(current, name) for name in _CHANGEABLE)
 
     def _apply(
         self, current: TaskRecord, given: dict[str, Any], now: datetime
-    ) -> tuple[TaskRecord, QueueEntry | None]:
+    ) -> tuple[TaskRecord, datetime | None]:
+        """The changed task, and its new due time when the change moves it (None: same entry)."""
         updated = replace(current, version=current.version + 1, updated_at=now)
         time_fields: dict[str, Any] = {
             k: given[k] for k in ("due", "delay_seconds", "cron", "every") if k in given
         }
-        new_entry: QueueEntry | None = None
+        new_due: datetime | None = None
         if time_fields or "timezone" in given:
             if not time_fields:
                 if current.schedule_kind != ScheduleKind.CRON.value:
@@ -342,8 +380,7 @@ class Editor:
             updated.every_seconds = recurrence.every_seconds
             updated.due = due
             updated.attempts = 0
-            new_entry = self.store.new_entry(current.id, due, due)
-            updated.queue_key, updated.queue_token = new_entry.key, new_entry.token
+            new_due = due
         if "payload" in given:
             updated.payload = self._check_payload(given["payload"])
         if "end" in given:
@@ -351,7 +388,7 @@ class Editor:
             updated.end = self._check_end(given["end"], ScheduleKind(updated.schedule_kind), updated.due)
         elif updated.end is not None and updated.schedule_kind == ScheduleKind.ONCE.value:
             updated.end = None
-        elif updated.end is not None and new_entry is not None:
+        elif updated.end is not None and new_due is not None:
             # a new recurrence must still start before the end it keeps
             assert updated.due is not None
             self._check_end(updated.end, ScheduleKind(updated.schedule_kind), updated.due)
@@ -362,7 +399,7 @@ class Editor:
         )
         for name, value in policy.items():
             setattr(updated, name, value)
-        return updated, new_entry
+        return updated, new_due
 
     def _resolve_time(
         self, fields: dict[str, Any], now: datetime
@@ -417,6 +454,8 @@ class Editor:
             return {}
         if not isinstance(payload, dict):
             raise ValidationError("payload: must be a JSON object", field="payload")
+        if _nesting_exceeds(payload, MAX_PAYLOAD_DEPTH):  # before anything recurses over it
+            raise ValidationError(f"payload: nested deeper than {MAX_PAYLOAD_DEPTH} levels", field="payload")
         try:
             size = len(json.dumps(payload, separators=(",", ":"), allow_nan=False).encode())
         except (TypeError, ValueError) as exc:
@@ -478,8 +517,8 @@ class Editor:
                 next_attempt = run_at
             now = now or self.clock.now()
             if entry is None and probe_lease and run_at <= now:
-                located = self.store.entry_for_task(record)
-                entry = self.store.get_entry(*located) if located else None
+                ref = self.store.entry_of(record)
+                entry = self.store.get_entry(ref.shard, ref.key) if ref else None
             if entry is not None and entry.token == record.queue_token and entry.leased_at(now):
                 status = TaskStatus.RUNNING
         return Task(
@@ -504,6 +543,25 @@ class Editor:
             created_at=record.created_at,
             updated_at=record.updated_at,
         )
+
+
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """True when objects/arrays nest more than `limit` levels (`value` is level 1). Iterative: the
+    depth is the client's, so it must not become ours on the call stack."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
+    return False
+
+
+def _version_mismatch(current: TaskRecord, expected_version: int) -> VersionMismatchError:
+    return VersionMismatchError(
+        f"version: task is at version {current.version}, not {expected_version}", field="version"
+    )
 
 
 def _encode_cursor(key: str) -> str:

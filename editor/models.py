@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,8 +30,9 @@ class TaskSpec:
     end: str | datetime | None = None
 
     def canonical(self) -> dict[str, Any]:
-        """The body as given, for comparing repeated creates under one client id."""
-        body = asdict(self)
+        """The body as given, for comparing repeated creates under one client id. Shallow: the
+        payload is not copied (nor recursed into) here."""
+        body = {f.name: getattr(self, f.name) for f in fields(self)}
         for key in ("due", "end"):
             if isinstance(body[key], datetime):
                 body[key] = format_instant(body[key])
@@ -85,16 +86,18 @@ class Task:
     updated_at: datetime
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with RFC 3339 UTC timestamps."""
+        """JSON-ready dict with RFC 3339 UTC timestamps. Shallow: the payload is JSON already and is
+        passed through, so reading a task never recurses over a client's nesting."""
+        body = {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
+        if self.last_run is not None:
+            body["last_run"] = {
+                f.name: _json_value(getattr(self.last_run, f.name)) for f in fields(self.last_run)
+            }
+        return body
 
-        def convert(value: Any) -> Any:
-            if isinstance(value, datetime):
-                return value.isoformat().replace("+00:00", "Z")
-            if isinstance(value, dict):
-                return {k: convert(v) for k, v in value.items()}
-            return value
 
-        return {k: convert(v) for k, v in asdict(self).items()}
+def _json_value(value: Any) -> Any:
+    return value.isoformat().replace("+00:00", "Z") if isinstance(value, datetime) else value
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,9 @@ WORKER_EVENT_SYNC = "sync"
 
 # Limits of the public contract (brief §7).
 MAX_PAYLOAD_BYTES = 256 * 1024
+# Levels of objects/arrays in a payload, the payload object itself being the first: what is accepted
+# must stay readable (every reader and serialiser recurses per level).
+MAX_PAYLOAD_DEPTH = 32
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 MIN_YEAR = 1970
 MAX_YEAR = 2199

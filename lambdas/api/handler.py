@@ -17,6 +17,8 @@ from nexttick.observability import MetricUnit, inject_lambda_context, logger, me
 
 # Polled by load balancers, scripts and the local stack's tooling: its request line is DEBUG only.
 HEALTH_PATH = "/health"
+# The request line quotes the client's path: clipped, so no request makes an unbounded log line.
+MAX_LOGGED_PATH = 512
 
 app = build_app(Editor.from_env)
 
@@ -34,7 +36,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "api request",
         extra={
             "method": event.get("httpMethod"),
-            "path": path,
+            "path": path if len(path) <= MAX_LOGGED_PATH else f"{path[:MAX_LOGGED_PATH]}...",
             "status": status,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },

@@ -12,6 +12,7 @@ import json
 import logging
 import re
 import threading
+import traceback
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -49,7 +50,7 @@ from nexttick.api.models import (
     TaskPage,
     UpdateTaskRequest,
 )
-from nexttick.constants import MAX_PAYLOAD_BYTES
+from nexttick.constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
 from nexttick.errors import NextTickError
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,8 @@ Schedule work for a future time: one-shot (`due`, `delay_seconds`) or recurring 
 * Every error is a JSON object `{"error", "message", "field"}`; `message` starts with the offending
   field. 400 malformed body (not JSON, not UTF-8), 404 unknown task or route, 405 wrong method,
   409 conflict, 412 stale `If-Match`, 413 payload over 256 KiB, 415 not JSON, 422 invalid field
-  (body field, query parameter, path id or `If-Match`). Nothing a client sends yields a 5xx.
+  (body field, query parameter, path id or `If-Match`; a `payload` nested deeper than 32 levels
+  of objects/arrays, the payload object being the first). Nothing a client sends yields a 5xx.
 * Every task response carries `ETag: "<version>"`; send `If-Match: <version>` (quoted or not) with
   PATCH / DELETE for a compare-and-set change (412 on mismatch).
 * `GET /tasks` lists the queue - `pending` and `running` tasks in due order, with cursor
@@ -72,6 +74,15 @@ Schedule work for a future time: one-shot (`due`, `delay_seconds`) or recurring 
 """
 # A request body larger than this is refused before parsing (the payload limit applies after).
 MAX_BODY_BYTES = 4 * MAX_PAYLOAD_BYTES
+# The body object is one level above its fields: a payload at the limit is this deep in the body.
+MAX_BODY_DEPTH = MAX_PAYLOAD_DEPTH + 1
+_JSON_SPECIAL = re.compile(r'["\[\]{}]')
+_JSON_STRING_REST = re.compile(r'(?:[^"\\]|\\.)*+"', re.DOTALL)
+_FIELD_NAME = re.compile(r"^[a-z_]{1,64}$")
+# Unexpected errors are logged clipped: a RecursionError's traceback, or an error quoting the request,
+# would otherwise make one log line of megabytes.
+LOGGED_FRAMES = 10
+MAX_LOGGED_CHARS = 3000
 _ROUTES: dict[str, tuple[re.Pattern[str], frozenset[str]]] = {
     "/": (re.compile(r"^/$"), frozenset({"GET"})),
     "/tasks": (re.compile(r"^/tasks/?$"), frozenset({"GET", "POST"})),
@@ -191,11 +202,47 @@ def _expected_version(if_match: str | None) -> int | None:
     return int(digits) if digits else None
 
 
+def _too_deep(text: str, limit: int) -> str | None:
+    """The top-level field of a JSON body whose value nests objects/arrays beyond `limit` levels
+    (the body object being the first), `body` when the body itself does, else None.
+
+    A linear scan without recursion, before the parser (whose recursion the depth would drive):
+    unterminated strings end it (the parser then reports the malformed body)."""
+    if text.count("{") + text.count("[") <= limit:
+        return None
+    depth, key, position = 0, "body", 0
+    while (match := _JSON_SPECIAL.search(text, position)) is not None:
+        char, position = match.group(), match.end()
+        if char == '"':
+            end = _JSON_STRING_REST.match(text, position)
+            if end is None:
+                return None
+            if depth == 1:
+                key = text[position : end.end() - 1]  # the last string at the top level: the key
+            position = end.end()
+        elif char in "[{":
+            if depth == 0 and char == "[":
+                return "body"  # not an object at all
+            depth += 1
+            if depth > limit:
+                return key if _FIELD_NAME.match(key) else "body"
+        else:
+            depth -= 1
+    return None
+
+
 def _json_body(text: str) -> Any:
-    """Deserialise a request body: bounded size, strict JSON (no NaN / Infinity)."""
+    """Deserialise a request body: bounded size and nesting, strict JSON (no NaN / Infinity)."""
     if len(text) > MAX_BODY_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES:
         raise MalformedRequest(
             f"body: larger than {MAX_BODY_BYTES} bytes", field="body", code=ErrorCode.TOO_LARGE
+        )
+    deep = _too_deep(text, MAX_BODY_DEPTH)
+    if deep == "body":
+        raise MalformedRequest(f"body: nested deeper than {MAX_BODY_DEPTH} levels", field="body")
+    if deep is not None:
+        raise MalformedRequest(
+            f"{deep}: nested deeper than {MAX_PAYLOAD_DEPTH} levels", field=deep, code=ErrorCode.VALIDATION
         )
 
     def reject_constant(name: str) -> Any:
@@ -425,13 +472,32 @@ def _register_error_handlers(app: APIGatewayRestResolver) -> None:
 
     @app.exception_handler([ClientError, BotoCoreError, PynamoDBException])
     def aws_failure(exc: Exception) -> Response[Any]:
-        logger.exception("AWS call failed")
+        log_failure("AWS call failed", exc)
         return _error_response(ErrorCode.UNAVAILABLE, "service temporarily unavailable; retry", None)
 
     @app.exception_handler(Exception)
     def unexpected(exc: Exception) -> Response[Any]:
-        logger.exception("unhandled error")
+        log_failure("unhandled error", exc)
         return _error_response(ErrorCode.INTERNAL, "internal error", None)
+
+
+def _clip(text: str, limit: int, *, tail: bool = False) -> str:
+    if len(text) <= limit:
+        return text
+    return f"...{text[-limit:]}" if tail else f"{text[:limit]}... ({len(text)} chars)"
+
+
+def log_failure(message: str, exc: BaseException) -> None:
+    """Log an unexpected exception in one bounded line: its type, its message and its innermost
+    frames, each clipped."""
+    frames = "".join(traceback.format_exception(exc, limit=-LOGGED_FRAMES, chain=False))
+    logger.error(
+        message,
+        extra={
+            "error": _clip(f"{type(exc).__name__}: {exc}", MAX_LOGGED_CHARS // 3),
+            "traceback": _clip(frames, MAX_LOGGED_CHARS, tail=True),
+        },
+    )
 
 
 def _explain(errors: list[dict[str, Any]]) -> str:
@@ -493,4 +559,4 @@ def openapi_text(app: APIGatewayRestResolver, server_url: str = "/") -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-__all__ = ["RESOURCES", "build_app", "openapi_document", "openapi_text"]
+__all__ = ["RESOURCES", "build_app", "log_failure", "openapi_document", "openapi_text"]

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from nexttick.constants import MAX_PAYLOAD_BYTES
+from nexttick.constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
 from nexttick.errors import ErrorCode, NextTickError
 from nexttick.schedules import ScheduleKind
 from nexttick.store import TaskStatus
@@ -81,7 +81,10 @@ Instant = Annotated[
 ]
 Payload = Annotated[
     dict[str, Any],
-    Field(description=f"A JSON object, at most {MAX_PAYLOAD_BYTES} bytes serialised (else 413)."),
+    Field(
+        description=f"A JSON object, at most {MAX_PAYLOAD_BYTES} bytes serialised (else 413) and at most "
+        f"{MAX_PAYLOAD_DEPTH} levels of objects/arrays deep, the payload object being the first (else 422)."
+    ),
 ]
 
 
