@@ -18,6 +18,8 @@ from infra.config import InfraConfig
 
 _PERIOD = Duration.minutes(1)
 _ALARM_PERIOD = Duration.minutes(5)
+# The keeper normally covers a commit within a second; a minute behind means it is failing or throttled.
+KEEPER_LAG_ALARM_MS = 60_000
 
 
 def scheduler_metric(metric_name: str, statistic: str, period: Duration = _PERIOD) -> cloudwatch.Metric:
@@ -33,7 +35,9 @@ def scheduler_metric(metric_name: str, statistic: str, period: Duration = _PERIO
 
 class Monitoring(Construct):
     """Lateness p50/p99, runs/failures/skips, batch size (backlog proxy), worker errors/duration,
-    DLQ depth; alarms on lateness p99, failures, DLQ depth and worker errors (optional e-mail)."""
+    DLQ depth, the keeper's errors, iterator age and failed batches; alarms on lateness p99,
+    failures, DLQ depth, worker errors, the keeper's failed batches and its iterator age (optional
+    e-mail)."""
 
     def __init__(
         self,
@@ -44,6 +48,8 @@ class Monitoring(Construct):
         worker: lambda_.IFunction,
         api_function: lambda_.IFunction,
         dead_letter_queue: sqs.IQueue,
+        keeper: lambda_.IFunction,
+        keeper_failures: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         n = config.resource_names
@@ -54,6 +60,11 @@ class Monitoring(Construct):
         skips = scheduler_metric(names.METRIC_SKIPS, "Sum")
         batch = scheduler_metric(names.METRIC_BATCH_SIZE, "Maximum")
         dlq_depth = dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=_PERIOD, statistic="Maximum"
+        )
+        # How far behind the table the keeper is: a committed task is covered this long after it at most.
+        keeper_lag = keeper.metric("IteratorAge", period=_PERIOD, statistic="Maximum")
+        keeper_failed = keeper_failures.metric_approximate_number_of_messages_visible(
             period=_PERIOD, statistic="Maximum"
         )
 
@@ -90,7 +101,13 @@ class Monitoring(Construct):
                 title="API errors / duration",
                 left=[api_function.metric_errors(period=_PERIOD)],
                 right=[api_function.metric_duration(period=_PERIOD, statistic="p99")],
-                width=24,
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Keeper errors / failed batches / iterator age, ms",
+                left=[keeper.metric_errors(period=_PERIOD), keeper_failed],
+                right=[keeper_lag],
+                width=12,
             ),
         )
 
@@ -132,6 +149,19 @@ class Monitoring(Construct):
                 "WorkerErrorsAlarm",
                 "nexttick: the worker function raised errors",
                 worker.metric_errors(period=_ALARM_PERIOD, statistic="Sum"),
+            ),
+            alarm(
+                "KeeperFailuresAlarm",
+                "nexttick: the keeper gave up on stream records (see its failure queue; run nexttick sync)",
+                keeper_failures.metric_approximate_number_of_messages_visible(
+                    period=_ALARM_PERIOD, statistic="Maximum"
+                ),
+            ),
+            alarm(
+                "KeeperIteratorAgeAlarm",
+                f"nexttick: the keeper is more than {KEEPER_LAG_ALARM_MS // 1000} s behind the table",
+                keeper.metric("IteratorAge", period=_ALARM_PERIOD, statistic="Maximum"),
+                KEEPER_LAG_ALARM_MS,
             ),
         ]
 

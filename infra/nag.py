@@ -28,6 +28,12 @@ FINDINGS = {
             "This queue is itself the dead-letter destination of the worker's async invokes.",
         ),
     ],
+    "keeper_failures": [
+        (
+            "AwsSolutions-SQS3",
+            "This queue is itself the on-failure destination of the keeper's stream trigger.",
+        ),
+    ],
     "function_policy": [("AwsSolutions-IAM5[Resource::*]", XRAY_ONLY_WILDCARD)],
     "function": [("AwsSolutions-L1", PYTHON_312)],
     "sync_provider": [
@@ -77,9 +83,10 @@ def _ack(construct: IConstruct, kind: str) -> None:
 def apply_nag(app: App, stack: NextTickStack) -> None:
     """Register AwsSolutions checks on the app and acknowledge the reasoned findings."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
-    scheduler, api = stack.scheduler, stack.api
+    scheduler, api, keeper = stack.scheduler, stack.api, stack.keeper
     _ack(scheduler.dead_letter_queue, "dead_letter_queue")
-    for fn in (scheduler.worker, api.handler):
+    _ack(keeper.failures, "keeper_failures")
+    for fn in (scheduler.worker, api.handler, keeper.handler):
         _ack(fn.role, "function_policy")
         _ack(fn.function, "function")
     if scheduler.post_deploy_sync is not None:

@@ -19,6 +19,7 @@ CONTEXT_SYNC_TOKEN = "nexttick:syncToken"
 # Lambda handlers (module path inside the bundled asset).
 WORKER_HANDLER = "lambdas/worker/handler.handler"
 API_HANDLER = "lambdas/api/handler.handler"
+KEEPER_HANDLER = "lambdas/keeper/handler.handler"
 # Packages shipped in the Lambda asset (runtime code only) and the requirements file bundled with them.
 RUNTIME_PACKAGES = ("nexttick", "editor", "lambdas")
 REQUIREMENTS_FILE = "requirements.txt"
@@ -42,6 +43,7 @@ OUTPUT_API_URL = "ApiUrl"
 OUTPUT_TABLE = "TableName"
 OUTPUT_RULE = "RuleName"
 OUTPUT_WORKER = "WorkerFunctionName"
+OUTPUT_KEEPER = "KeeperFunctionName"
 
 # Exactly the DynamoDB actions the store issues (no Scan, no table-level actions).
 TABLE_ACTIONS = (
@@ -54,6 +56,22 @@ TABLE_ACTIONS = (
     "dynamodb:UpdateItem",
 )
 RULE_ACTIONS = ("events:DescribeRule", "events:PutRule")
+# The keeper reads and writes the rule record only (its role is limited to that partition key) and
+# reads the table's stream.
+RULE_RECORD_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+STREAM_ACTIONS = (
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+)
+
+# The keeper's stream trigger (infra/keeper.py); the local stack feeds the stream the same way.
+KEEPER_BATCH_SIZE = 100
+KEEPER_RETRY_ATTEMPTS = 5  # then the batch's description goes to the on-failure queue (alarmed)
+KEEPER_MAX_RECORD_AGE_SECONDS = 3600
+KEEPER_TIMEOUT_SECONDS = 30
+KEEPER_MEMORY_MB = 256
 
 # The event the post-deploy step sends to the worker (brief §3, defect 8).
 SYNC_EVENT = {"source": constants.WORKER_EVENT_SOURCE, "action": constants.WORKER_EVENT_SYNC}
@@ -76,6 +94,14 @@ class ResourceNames:
     @property
     def worker_function(self) -> str:
         return f"{self.prefix}-worker"
+
+    @property
+    def keeper_function(self) -> str:
+        return f"{self.prefix}-keeper"
+
+    @property
+    def keeper_failures(self) -> str:
+        return f"{self.prefix}-keeper-failures"
 
     @property
     def api_function(self) -> str:

@@ -1,4 +1,4 @@
-"""The nexttick stack: task store, rule + worker, API and monitoring, plus the deploy outputs."""
+"""The nexttick stack: task store, rule + worker, keeper, API and monitoring, plus the deploy outputs."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ from constructs import Construct
 from infra import names
 from infra.api import Api
 from infra.config import InfraConfig
+from infra.keeper import Keeper
 from infra.monitoring import Monitoring
 from infra.scheduler import RuleAndWorker
 from infra.task_store import TaskStore
 
 
 class NextTickStack(Stack):
-    """`sync_token=None` leaves out the post-deploy rule sync (a custom resource moto cannot run)."""
+    """`sync_token=None` is the moto variant: it leaves out the post-deploy rule sync (a custom
+    resource moto cannot run) and the keeper's stream trigger (moto would run the placeholder code
+    on every write; the local stack feeds the stream to the keeper itself)."""
 
     def __init__(
         self,
@@ -40,6 +43,9 @@ class NextTickStack(Stack):
         self.scheduler = RuleAndWorker(
             self, "Scheduler", config=config, store=self.store, code=code, sync_token=sync_token
         )
+        self.keeper = Keeper(
+            self, "Keeper", config=config, store=self.store, code=code, trigger=sync_token is not None
+        )
         self.api = Api(self, "Api", config=config, store=self.store, code=code)
         self.monitoring = Monitoring(
             self,
@@ -48,6 +54,8 @@ class NextTickStack(Stack):
             worker=self.scheduler.worker.function,
             api_function=self.api.handler.function,
             dead_letter_queue=self.scheduler.dead_letter_queue,
+            keeper=self.keeper.handler.function,
+            keeper_failures=self.keeper.failures,
         )
         CfnOutput(self, names.OUTPUT_API_URL, value=self.api.url, description="Base URL (SigV4-signed calls)")
         CfnOutput(self, names.OUTPUT_TABLE, value=self.store.table.table_name, description="Task table")
@@ -57,4 +65,10 @@ class NextTickStack(Stack):
             names.OUTPUT_WORKER,
             value=self.scheduler.worker.function.function_name,
             description="Worker function",
+        )
+        CfnOutput(
+            self,
+            names.OUTPUT_KEEPER,
+            value=self.keeper.handler.function.function_name,
+            description="Keeper function (the table's stream)",
         )

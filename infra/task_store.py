@@ -1,4 +1,5 @@
-"""The task store: one DynamoDB table holding tasks, queue entries and the rule record."""
+"""The task store: one DynamoDB table holding tasks, queue entries and the rule record, with a
+stream (new and old images) that the keeper reads."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from nexttick import constants
 
 class TaskStore(Construct):
     """Keys pk/sk (strings), no secondary index: every correctness-critical read is a strongly
-    consistent base-table query. On-demand, TTL on `expires_at`, PITR, deletion protection, RETAIN."""
+    consistent base-table query. On-demand, TTL on `expires_at`, PITR, deletion protection, RETAIN.
+    The stream carries both images: the keeper tells a moved due time or armed minute from a
+    change that leaves them alone (reading a stream from Lambda is free)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, table_name: str) -> None:
         super().__init__(scope, construct_id)
@@ -33,10 +36,27 @@ class TaskStore(Construct):
             deletion_protection=True,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             removal_policy=RemovalPolicy.RETAIN,
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
         )
 
     def grant_task_access(self, grantee: iam.IGrantable) -> None:
         """Exactly the item-level actions the store issues, on the table only (no index, no Scan)."""
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(names.TABLE_ACTIONS), resource_arns=[self.table.table_arn]
+        )
+
+    def grant_rule_record_access(self, grantee: iam.IGrantable) -> None:
+        """Read and conditionally update the rule record only: the partition key is pinned."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=list(names.RULE_RECORD_ACTIONS),
+            resource_arns=[self.table.table_arn],
+            conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [constants.RULE_STATE_PK]}},
+        )
+
+    def grant_stream_read(self, grantee: iam.IGrantable) -> None:
+        """What a stream event source mapping needs, on this table's stream only."""
+        assert self.table.table_stream_arn is not None
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(names.STREAM_ACTIONS), resource_arns=[self.table.table_stream_arn]
         )

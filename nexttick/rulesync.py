@@ -226,3 +226,21 @@ class RuleSync:
     def _wake(self, reason: str) -> None:
         self._step("invoke")
         self.trigger.wake(reason)
+
+    # ------------------------------------------------------------------ keeper side
+    def confirm(self) -> Outcome:
+        """Make the rule match the record (the keeper, after the record moved). A client that died
+        between its CAS and its PutRule leaves the record ahead of the rule, and nothing else would
+        publish before the next re-arm. A minute no longer armable is handed to the worker: a
+        PutRule now might land after the minute began, and the worker's re-arm repairs the rule."""
+        self._step("read-state")
+        state = self.store.read_rule_state()
+        self._step("read-rule")
+        if self.rule.current() == state.armed_minute:
+            return Outcome.UNCHANGED
+        minute = state.armed_minute
+        if minute is not None and not self.timing.armable(minute, self.clock.now()):
+            self._wake("armed minute was not published in time")
+            return Outcome.INVOKED
+        self.publish()
+        return Outcome.ARMED

@@ -1,0 +1,109 @@
+"""The keeper: every committed task gets covered, whatever happens to the client that committed it.
+
+An editor commits a task, then arms the rule or invokes the worker. A client that dies in between
+(an API Lambda at its timeout, a crashed library user, a killed `nexttick add`) leaves a pending
+task that nothing would run. The table's stream is the outbox of those commits: for each batch of
+stream records the keeper does what the client may not have done —
+
+* a task whose new image is pending with a due time it did not have before (created, rescheduled,
+  or moved on by the worker) -> `RuleSync.on_task_due` for the batch's earliest due time too close
+  to arm and its earliest armable one. Either call covers every later task of the batch: a lower
+  that finds (or makes) the record armed at or before a minute covers all later minutes (the
+  store/load argument of docs/architecture.md), and an invoked or already waiting worker reads the
+  queue head after these commits and re-arms for it;
+* a rule-record change of armed minute or version -> `RuleSync.confirm`: the rule is made to match
+  the record (a client that died between its CAS and its PutRule).
+
+Both start from fresh strongly consistent reads, never from the record's images, so a record that
+arrives twice, late or out of order is harmless: covering an already covered time costs one read.
+Queue entries, removals and other item changes are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from nexttick.rulesync import Outcome, RuleSync
+from nexttick.store.records import TaskStatus
+from nexttick.store.streams import ItemKind, item_kind, rule_image, task_image
+
+_CHANGES = ("INSERT", "MODIFY")
+
+
+@dataclass
+class KeeperReport:
+    """What one batch held and what the keeper did about it."""
+
+    records: int = 0
+    scheduled: int = 0  # task changes that set a pending due time
+    rule_moves: int = 0  # rule-record changes of armed minute or version
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "scheduled": self.scheduled,
+            "rule_moves": self.rule_moves,
+            "outcomes": [o.value for o in self.outcomes],
+        }
+
+
+def scheduled_due(record: Mapping[str, Any]) -> datetime | None:
+    """The due time a task stream record newly schedules, or None (not a task, not pending, due
+    unchanged, a removal)."""
+    change = record.get("dynamodb", {})
+    if record.get("eventName") not in _CHANGES or item_kind(change.get("Keys", {})) is not ItemKind.TASK:
+        return None
+    new = task_image(change["NewImage"])
+    if new.status != TaskStatus.PENDING or new.due is None:
+        return None
+    if "OldImage" in change:
+        old = task_image(change["OldImage"])
+        if old.status == TaskStatus.PENDING and old.due == new.due:
+            return None  # payload or policy update: its due time was covered when it was set
+    return new.due
+
+
+def moves_rule(record: Mapping[str, Any]) -> bool:
+    """True for a rule-record change of armed minute or version (not a waiter claim or a kick)."""
+    change = record.get("dynamodb", {})
+    if record.get("eventName") not in _CHANGES or item_kind(change.get("Keys", {})) is not ItemKind.RULE:
+        return False
+    if "OldImage" not in change:
+        return True
+    return rule_image(change["OldImage"]) != rule_image(change["NewImage"])
+
+
+class Keeper:
+    """Covers a batch of stream records (the keeper Lambda's whole job)."""
+
+    def __init__(self, rule_sync: RuleSync) -> None:
+        self.rule_sync = rule_sync
+
+    def handle(self, records: Iterable[Mapping[str, Any]]) -> KeeperReport:
+        report = KeeperReport()
+        dues: set[datetime] = set()
+        for record in records:
+            report.records += 1
+            due = scheduled_due(record)
+            if due is not None:
+                dues.add(due)
+                report.scheduled += 1
+            elif moves_rule(record):
+                report.rule_moves += 1
+        if report.rule_moves:
+            report.outcomes.append(self.rule_sync.confirm())
+        for due in self._representatives(dues):
+            report.outcomes.append(self.rule_sync.on_task_due(due))
+        return report
+
+    def _representatives(self, dues: set[datetime]) -> list[datetime]:
+        """The earliest due time too close to arm and the earliest armable one (either may be absent)."""
+        timing, now = self.rule_sync.timing, self.rule_sync.clock.now()
+        ordered = sorted(dues)
+        close = next((d for d in ordered if not timing.armable(timing.fire_minute(d), now)), None)
+        armable = next((d for d in ordered if timing.armable(timing.fire_minute(d), now)), None)
+        return [d for d in (close, armable) if d is not None]

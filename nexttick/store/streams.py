@@ -1,0 +1,64 @@
+"""Decoding the table's stream records (the keeper's input): which item a record is about, and
+what a task or rule-record image says. Item shapes stay in the data layer: keys are read with
+boto3's TypeDeserializer, images through the PynamoDB models that wrote them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from nexttick.constants import PARTITION_KEY, RULE_STATE_PK, RULE_STATE_SK, SORT_KEY, TASK_PK_PREFIX, TASK_SK
+from nexttick.store.models import RuleStateItem, TaskItem
+from nexttick.timeutil import from_epoch
+
+_deserializer = TypeDeserializer()
+
+
+class ItemKind(StrEnum):
+    TASK = "task"
+    RULE = "rule"
+    OTHER = "other"  # queue entries: the keeper ignores them
+
+
+@dataclass(frozen=True)
+class TaskImage:
+    """What the keeper needs from a task item: is it pending, and for when."""
+
+    task_id: str
+    status: str
+    due: datetime | None
+
+
+@dataclass(frozen=True)
+class RuleImage:
+    armed_minute: datetime | None
+    version: int
+
+
+def item_kind(keys: Mapping[str, Any]) -> ItemKind:
+    """The kind of item a stream record's `Keys` (DynamoDB JSON) name."""
+    decoded = {name: _deserializer.deserialize(value) for name, value in keys.items()}
+    pk, sk = decoded.get(PARTITION_KEY), decoded.get(SORT_KEY)
+    if isinstance(pk, str) and pk.startswith(TASK_PK_PREFIX) and sk == TASK_SK:
+        return ItemKind.TASK
+    if (pk, sk) == (RULE_STATE_PK, RULE_STATE_SK):
+        return ItemKind.RULE
+    return ItemKind.OTHER
+
+
+def task_image(image: Mapping[str, Any]) -> TaskImage:
+    """(task id, status, due) of a task item's stream image (DynamoDB JSON)."""
+    item = TaskItem.from_raw_data(dict(image))
+    return TaskImage(task_id=item.task_id, status=item.status, due=item.due)
+
+
+def rule_image(image: Mapping[str, Any]) -> RuleImage:
+    """The armed minute (None = epoch) and CAS version of a rule-record stream image."""
+    item = RuleStateItem.from_raw_data(dict(image))
+    armed = int(item.armed_at or 0)
+    return RuleImage(armed_minute=from_epoch(armed) if armed else None, version=int(item.version or 0))

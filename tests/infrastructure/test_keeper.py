@@ -1,0 +1,208 @@
+"""Template tests for the keeper (liveness that does not depend on the client surviving): the table's
+stream, the keeper function and its least-privilege role, its stream trigger (bounded retries,
+bisect, maximum record age, on-failure queue, filters), the alarms, and the moto variant (no
+trigger, which moto would run on every write)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import boto3
+import pytest
+
+from infra import names
+from infra.bundling import build_lambda_asset
+from infra.synth import PROJECT_ROOT
+from nexttick import constants
+from tests.infrastructure.conftest import CONFIG, Synthesized, flatten, only, resources_of
+
+KEEPER = "nexttick-keeper"
+FAILURE_QUEUE = "nexttick-keeper-failures"
+
+
+def _keeper(t: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return only(t, "AWS::Lambda::Function", FunctionName=KEEPER)
+
+
+def _statements(t: dict[str, Any]) -> list[dict[str, Any]]:
+    role_ref = _keeper(t)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+    return [
+        s
+        for policy in resources_of(t, "AWS::IAM::Policy").values()
+        if {"Ref": role_ref} in policy["Properties"]["Roles"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    acts = statement["Action"]
+    return sorted([acts] if isinstance(acts, str) else acts)
+
+
+def test_the_table_streams_new_and_old_images(deploy: Synthesized) -> None:
+    # Given the deployable template / Then the table has a stream with both images (the keeper
+    # tells a moved due time from a payload update)
+    (_, table) = only(deploy.template, "AWS::DynamoDB::Table")
+    assert table["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+
+
+def test_keeper_function_runs_the_keeper_handler_with_the_runtime_environment(deploy: Synthesized) -> None:
+    t = deploy.template
+    (_, fn) = _keeper(t)
+    p = fn["Properties"]
+    assert p["Handler"] == names.KEEPER_HANDLER == "lambdas/keeper/handler.handler"
+    assert p["Runtime"] == "python3.12"
+    assert (p["Timeout"], p["MemorySize"]) == (30, 256)
+    assert p["TracingConfig"] == {"Mode": "Active"}
+    assert p["Environment"]["Variables"] == CONFIG.runtime_environment()
+    assert "ReservedConcurrentExecutions" not in p
+    group = t["Resources"][p["LoggingConfig"]["LogGroup"]["Ref"]]["Properties"]
+    assert group == {"LogGroupName": f"/aws/lambda/{KEEPER}", "RetentionInDays": 30}
+    role_id = p["Role"]["Fn::GetAtt"][0]
+    assert "ManagedPolicyArns" not in t["Resources"][role_id]["Properties"]
+    assert deploy.template["Outputs"]["KeeperFunctionName"]["Value"] == {"Ref": _keeper(t)[0]}
+
+
+def test_stream_trigger_retries_a_bounded_number_of_times_bisecting_then_reports_to_its_queue(
+    deploy: Synthesized,
+) -> None:
+    t = deploy.template
+    keeper_id, _ = _keeper(t)
+    table_id, _ = only(t, "AWS::DynamoDB::Table")
+    queue_id, _ = only(t, "AWS::SQS::Queue", QueueName=FAILURE_QUEUE)
+    (_, mapping) = only(t, "AWS::Lambda::EventSourceMapping")
+    p = mapping["Properties"]
+    assert p["FunctionName"] == {"Ref": keeper_id}
+    assert p["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    # The stream is created with the trigger: its beginning is the first commit, nothing older.
+    assert p["StartingPosition"] == "TRIM_HORIZON"
+    assert (p["BatchSize"], p["MaximumBatchingWindowInSeconds"]) == (100, 0)
+    assert p["BisectBatchOnFunctionError"] is True
+    assert (p["MaximumRetryAttempts"], p["MaximumRecordAgeInSeconds"]) == (5, 3600)
+    assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}}
+    assert "FunctionResponseTypes" not in p  # a failed batch is retried whole (idempotent), bisected
+
+
+def test_stream_trigger_passes_only_task_and_rule_record_inserts_and_modifications(
+    deploy: Synthesized,
+) -> None:
+    (_, mapping) = only(deploy.template, "AWS::Lambda::EventSourceMapping")
+    patterns = [json.loads(f["Pattern"]) for f in mapping["Properties"]["FilterCriteria"]["Filters"]]
+    assert patterns == [
+        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "T#"}]}}}},
+        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": ["RULE"]}}}},
+    ]
+    assert constants.TASK_PK_PREFIX == "T#" and constants.RULE_STATE_PK == "RULE"
+
+
+def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
+    # Given the keeper's role / Then it may read and update the rule record only, read the stream,
+    # set the one rule, invoke the worker, report to its queue, and log and trace — nothing else
+    t = deploy.template
+    table_id, _ = only(t, "AWS::DynamoDB::Table")
+    queue_id, _ = only(t, "AWS::SQS::Queue", QueueName=FAILURE_QUEUE)
+    by_actions = {tuple(_actions(s)): s for s in _statements(t)}
+    assert set(by_actions) == {
+        ("logs:CreateLogStream", "logs:PutLogEvents"),
+        ("xray:PutTelemetryRecords", "xray:PutTraceSegments"),
+        ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+        (
+            "dynamodb:DescribeStream",
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+            "dynamodb:ListStreams",
+        ),
+        ("events:DescribeRule", "events:PutRule"),
+        ("lambda:InvokeFunction",),
+        ("sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"),
+    }
+    record = by_actions[("dynamodb:GetItem", "dynamodb:UpdateItem")]
+    assert record["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert record["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["RULE"]}}
+    stream = by_actions[tuple(sorted(names.STREAM_ACTIONS))]
+    assert stream["Resource"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
+    assert flatten(by_actions[("events:DescribeRule", "events:PutRule")]["Resource"]).endswith(
+        f":rule/{constants.DEFAULT_RULE_NAME}"
+    )
+    assert flatten(by_actions[("lambda:InvokeFunction",)]["Resource"]).endswith(
+        f":function:{constants.DEFAULT_WORKER_FUNCTION_NAME}"
+    )
+    sqs = by_actions[("sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage")]
+    assert sqs["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    for s in _statements(t):
+        assert s["Effect"] == "Allow"
+        assert s["Resource"] != "*" or s["Action"] == ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]
+
+
+def test_failure_queue_is_encrypted_kept_14_days_and_alarmed_with_the_keepers_lag(
+    deploy: Synthesized,
+) -> None:
+    t = deploy.template
+    queue_id, queue = only(t, "AWS::SQS::Queue", QueueName=FAILURE_QUEUE)
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 86400
+    (_, policy) = only(t, "AWS::SQS::QueuePolicy", Queues=[{"Ref": queue_id}])
+    assert '"aws:SecureTransport": "false"' in json.dumps(policy, sort_keys=True)
+    keeper_id, _ = _keeper(t)
+    alarms = {
+        k: a["Properties"] for k, a in resources_of(t, "AWS::CloudWatch::Alarm").items() if "Keeper" in k
+    }
+    (failures,) = [a for k, a in alarms.items() if "Failures" in k]
+    assert failures["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert failures["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}]
+    assert (failures["Threshold"], failures["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    (lag,) = [a for k, a in alarms.items() if "IteratorAge" in k]
+    assert (lag["MetricName"], lag["Namespace"], lag["Statistic"]) == ("IteratorAge", "AWS/Lambda", "Maximum")
+    assert lag["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": keeper_id}}]
+    assert lag["Threshold"] == 60_000
+    topic_id, _ = only(t, "AWS::SNS::Topic")
+    assert failures["AlarmActions"] == lag["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def test_keeper_handler_is_in_the_asset(deploy: Synthesized) -> None:
+    asset = build_lambda_asset(PROJECT_ROOT, CONFIG.architecture)
+    module, _, function = names.KEEPER_HANDLER.rpartition(".")
+    assert f"def {function}(" in (asset.path / f"{module}.py").read_text()
+
+
+def test_local_variant_has_the_stream_and_keeper_but_no_trigger(local_template: dict[str, Any]) -> None:
+    # Given the moto variant / Then it keeps the stream and the keeper function, and leaves out the
+    # trigger: moto would invoke the placeholder code on every write (the local stack feeds the stream)
+    (_, table) = only(local_template, "AWS::DynamoDB::Table")
+    assert table["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+    _keeper(local_template)
+    assert resources_of(local_template, "AWS::Lambda::EventSourceMapping") == {}
+
+
+@pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")
+def test_moto_creates_the_local_variant_with_a_readable_stream(
+    aws: None, local_template: dict[str, Any]
+) -> None:
+    # Given the local template created on moto's CloudFormation
+    cloudformation = boto3.client("cloudformation", region_name="us-east-1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        cloudformation.create_stack(
+            StackName="NextTick", TemplateBody=json.dumps(local_template), Capabilities=["CAPABILITY_IAM"]
+        )
+    (stack,) = cloudformation.describe_stacks(StackName="NextTick")["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    assert outputs["KeeperFunctionName"] == KEEPER
+    # Then the table streams both images and the keeper's stream can be read
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    described = dynamodb.describe_table(TableName=outputs["TableName"])["Table"]
+    assert described["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    streams = boto3.client(
+        "dynamodbstreams",
+        region_name="us-east-1",
+        endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com",
+    )
+    shards = streams.describe_stream(StreamArn=described["LatestStreamArn"])["StreamDescription"]["Shards"]
+    assert len(shards) == 1
+    assert (
+        boto3.client("lambda", region_name="us-east-1").list_event_source_mappings()["EventSourceMappings"]
+        == []
+    )

@@ -1,0 +1,167 @@
+"""The keeper's decisions on the in-memory model of the rule protocol: which stream records schedule
+something (decoded through the data layer's models), one covering call per batch kind (the earliest
+due time too close to arm, the earliest armable one), and `RuleSync.confirm`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
+from nexttick.keeper import Keeper, moves_rule, scheduled_due
+from nexttick.rulesync import Outcome, RuleSync
+from nexttick.schedules import Timing
+from nexttick.store.keys import task_pk
+from nexttick.store.models import RuleStateItem, TaskItem
+from nexttick.store.records import RuleState
+from nexttick.timeutil import to_epoch
+from tests.support.rule_models import FixedClock, ModelRule, ModelStore, ModelTrigger
+
+NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
+S = timedelta(seconds=1)
+
+
+class CountingStore(ModelStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def read_rule_state(self) -> RuleState:
+        self.reads += 1
+        return super().read_rule_state()
+
+
+def _world() -> tuple[Keeper, CountingStore, ModelRule, ModelTrigger]:
+    store, rule, trigger = CountingStore(), ModelRule(), ModelTrigger()
+    sync = RuleSync(store, rule, trigger, Timing(), FixedClock(NOW))
+    return Keeper(sync), store, rule, trigger
+
+
+def task_item(task_id: str, status: str = "pending", due: datetime | None = None) -> dict[str, Any]:
+    item = TaskItem(task_pk(task_id), TASK_SK, task_id=task_id, status=status, due=due, action="log")
+    return item.serialize(null_check=False)
+
+
+def rule_item(armed: datetime | None, version: int, waiter_at: datetime | None = None) -> dict[str, Any]:
+    item = RuleStateItem(
+        RULE_STATE_PK,
+        RULE_STATE_SK,
+        armed_at=int(to_epoch(armed)) if armed else 0,
+        version=version,
+        waiter_at=to_epoch(waiter_at) if waiter_at else None,
+    )
+    return item.serialize(null_check=False)
+
+
+def record(event: str, new: dict[str, Any] | None, old: dict[str, Any] | None = None) -> dict[str, Any]:
+    image = new or old
+    assert image is not None
+    change: dict[str, Any] = {"Keys": {k: image[k] for k in ("pk", "sk")}}
+    if new is not None:
+        change["NewImage"] = new
+    if old is not None:
+        change["OldImage"] = old
+    return {"eventName": event, "eventSource": "aws:dynamodb", "dynamodb": change}
+
+
+def created(task_id: str, due: datetime) -> dict[str, Any]:
+    return record("INSERT", task_item(task_id, due=due))
+
+
+# ---------------------------------------------------------------- what schedules something
+@pytest.mark.parametrize(
+    ("rec", "expected"),
+    [
+        (created("a", NOW + 100 * S), NOW + 100 * S),  # a create
+        (record("MODIFY", task_item("a", due=NOW + 50 * S), task_item("a", due=NOW + 100 * S)), NOW + 50 * S),
+        (record("MODIFY", task_item("a", due=NOW + 9 * S), task_item("a", "failed")), NOW + 9 * S),
+        (record("MODIFY", task_item("a", due=NOW + 100 * S), task_item("a", due=NOW + 100 * S)), None),
+        (record("MODIFY", task_item("a", "cancelled"), task_item("a", due=NOW + 100 * S)), None),
+        (record("MODIFY", task_item("a", "succeeded"), task_item("a", due=NOW + 100 * S)), None),
+        (record("REMOVE", None, task_item("a", due=NOW + 100 * S)), None),
+        (record("INSERT", {"pk": {"S": "Q#003"}, "sk": {"S": "2030-01-07T09:02:10.000000Z#a#t"}}), None),
+        (record("INSERT", rule_item(NOW, 1)), None),
+    ],
+    ids=["insert", "moved", "pending-again", "payload-update", "cancel", "done", "remove", "entry", "rule"],
+)
+def test_only_a_pending_task_with_a_new_due_time_schedules_something(
+    rec: dict[str, Any], expected: datetime | None
+) -> None:
+    assert scheduled_due(rec) == expected
+
+
+@pytest.mark.parametrize(
+    ("rec", "expected"),
+    [
+        (record("INSERT", rule_item(NOW + 60 * S, 1)), True),
+        (record("MODIFY", rule_item(NOW + 60 * S, 2), rule_item(NOW + 120 * S, 1)), True),
+        (record("MODIFY", rule_item(NOW + 60 * S, 2), rule_item(NOW + 60 * S, 1)), True),  # sync's bump
+        (record("MODIFY", rule_item(NOW + 60 * S, 2, NOW + 90 * S), rule_item(NOW + 60 * S, 2)), False),
+        (record("REMOVE", None, rule_item(NOW + 60 * S, 2)), False),
+        (created("a", NOW + 100 * S), False),
+    ],
+    ids=["first-cas", "moved", "version-bump", "waiter-claim", "remove", "task"],
+)
+def test_only_a_rule_record_change_of_minute_or_version_moves_the_rule(
+    rec: dict[str, Any], expected: bool
+) -> None:
+    assert moves_rule(rec) is expected
+
+
+# ---------------------------------------------------------------- one covering call per kind
+def test_a_batch_costs_one_call_for_its_earliest_close_due_time_and_one_for_its_earliest_armable_one() -> (
+    None
+):
+    # Given a batch: two tasks too close to arm, three armable ones (one twice, out of order)
+    keeper, store, rule, trigger = _world()
+    batch = [
+        created("far", NOW + 600 * S),
+        created("soon-2", NOW + 40 * S),
+        created("armable", NOW + 100 * S),
+        created("soon-1", NOW + 20 * S),
+        created("far", NOW + 600 * S),
+        created("later", NOW + 200 * S),
+    ]
+    # When the keeper handles it
+    report = keeper.handle(batch)
+    # Then the worker was invoked once (for the earliest close one) and the rule armed once, for the
+    # earliest armable minute, which covers the later ones
+    assert report.outcomes == [Outcome.INVOKED, Outcome.ARMED]
+    assert len(trigger.wakes) == 1 and rule.puts == 1
+    assert rule.minute == store.armed == Timing().fire_minute(NOW + 100 * S)
+    # When the same batch arrives again (a retry or a duplicate delivery)
+    reads, puts = store.reads, rule.puts
+    again = keeper.handle(batch[::-1])
+    # Then the armable time costs one read and nothing moves (the close one is handed over again:
+    # no waiter claims it in this model)
+    assert again.outcomes == [Outcome.INVOKED, Outcome.COVERED]
+    assert rule.puts == puts and store.reads == reads + 2
+
+
+def test_a_batch_with_nothing_to_cover_makes_no_call() -> None:
+    keeper, store, rule, trigger = _world()
+    report = keeper.handle([record("MODIFY", task_item("a", "succeeded"), task_item("a", due=NOW))])
+    assert report.outcomes == [] and store.reads == 0 and rule.puts == 0 and trigger.wakes == []
+
+
+# ---------------------------------------------------------------- confirm
+def test_confirm_publishes_a_record_that_is_ahead_of_the_rule() -> None:
+    # Given a record lowered by a client that died before its PutRule
+    keeper, store, rule, trigger = _world()
+    minute = NOW.replace(second=0) + 2 * timedelta(minutes=1)
+    store.cas_rule_state(0, minute)
+    # When the keeper sees the record move / Then the rule is published to match it
+    assert keeper.rule_sync.confirm() is Outcome.ARMED
+    assert rule.minute == minute and trigger.wakes == []
+    # And a second look changes nothing
+    assert keeper.rule_sync.confirm() is Outcome.UNCHANGED and rule.puts == 1
+
+
+def test_confirm_hands_a_minute_that_is_no_longer_armable_to_the_worker() -> None:
+    keeper, store, rule, trigger = _world()
+    store.cas_rule_state(0, NOW.replace(second=0) + timedelta(minutes=1))  # starts in 30 s: armable
+    store.cas_rule_state(1, NOW.replace(second=0))  # the current minute: too late to publish
+    assert keeper.rule_sync.confirm() is Outcome.INVOKED
+    assert rule.puts == 0 and len(trigger.wakes) == 1
