@@ -301,7 +301,9 @@ class Editor:
                 committed = self.store.replace_task(updated, current.version)
             else:
                 leaving = self.store.entry_of(current)
-                committed = self.store.swap_occurrence(current, updated, Occurrence(due, due), leaving=leaving)
+                committed = self.store.swap_occurrence(
+                    current, updated, Occurrence(due, due), leaving=leaving
+                )
             if committed:
                 if due is not None:
                     self.runtime.rule_sync.on_task_due(due)

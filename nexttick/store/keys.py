@@ -22,13 +22,17 @@ def queue_pk(shard: int) -> str:
     return f"{QUEUE_PK_PREFIX}{shard:03d}"
 
 
-def queue_sort_key(run_at: datetime, task_id: str) -> str:
-    return f"{format_instant(run_at)}#{task_id}"
+def queue_sort_key(run_at: datetime, task_id: str, token: str) -> str:
+    """`<run_at>#<id>#<token>`: due order first, and unique per entry (the token is fresh for every
+    entry), so no entry's write can land on another's key. Task ids cannot contain `#`."""
+    return f"{format_instant(run_at)}#{task_id}#{token}"
 
 
 def split_queue_sort_key(key: str) -> tuple[datetime, str]:
-    instant, _, task_id = key.partition("#")
-    return parse_stored_instant(instant), task_id
+    """(run time, task id) of a sort key. Also reads `<run_at>#<id>`, the form written before
+    entries carried their token in the key (saved local-stack state still holds it)."""
+    instant, _, rest = key.partition("#")
+    return parse_stored_instant(instant), rest.partition("#")[0]
 
 
 def upper_bound_for(instant: datetime) -> str:

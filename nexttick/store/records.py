@@ -52,31 +52,53 @@ class TaskRecord:
     attempts: int = 0
     runs: int = 0
     last_run: LastRun | None = None
+    # The live queue entry (sort key, token); a cancelled task keeps its last one, so that a repeated
+    # cancel can still delete it.
     queue_key: str | None = None
     queue_token: str | None = None
     request_hash: str | None = None
     expires_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class EntryRef:
+    """Where one queue entry is (`shard`, sort `key`) and the `token` that proves it is that entry."""
+
+    shard: int
+    key: str
+    token: str
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """A run to queue: occurrence `scheduled_for`, attempt `attempt`, claimable from `run_at`."""
+
+    run_at: datetime
+    scheduled_for: datetime
+    attempt: int = 1
+
+
 @dataclass
 class QueueEntry:
-    """A pointer into the due-ordered queue: run `task_id` (occurrence `scheduled_for`) at `run_at`."""
+    """A pointer into the due-ordered queue: run `task_id` (occurrence `scheduled_for`) at `run_at`.
+
+    `key` is the stored sort key (nexttick.store.keys), kept as read: older entries have another form."""
 
     shard: int
     run_at: datetime
     task_id: str
     token: str
     scheduled_for: datetime
+    key: str
     attempt: int = 1
     lease_until: datetime | None = None
     lease_owner: str | None = None
     created_at: datetime | None = None
+    last_error: str | None = None  # the error that ended an abandoned claim
 
     @property
-    def key(self) -> str:
-        from nexttick.store.keys import queue_sort_key
-
-        return queue_sort_key(self.run_at, self.task_id)
+    def ref(self) -> EntryRef:
+        return EntryRef(self.shard, self.key, self.token)
 
     def effective_at(self) -> datetime:
         """When this entry can next be claimed: its run time, or the end of a live/abandoned lease."""
@@ -94,9 +116,20 @@ class RuleState:
 
     armed_minute: datetime | None
     version: int = 0
+    # The last version whose value a PutRule was confirmed for (the record did not move across it).
+    published_version: int = 0
+    # The version a reader took it upon itself to publish (its writer may have died before PutRule).
+    repair_version: int | None = None
     kicked_at: datetime | None = None
     # The one worker invocation sleeping in-process for a due-soon head: wakes at `waiter_at`,
-    # alive until `waiter_until` (its Lambda deadline).
+    # alive until `waiter_until` (its Lambda deadline). Released by the first worker that runs at or
+    # after `waiter_at` (the waiter itself, or the one its backstop firing started).
     waiter_at: datetime | None = None
     waiter_until: datetime | None = None
     waiter_owner: str | None = None
+
+    @property
+    def published(self) -> bool:
+        """The rule was confirmed to hold this record's value (not just a CAS whose writer may have
+        died before its PutRule)."""
+        return self.published_version == self.version

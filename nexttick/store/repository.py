@@ -2,6 +2,12 @@
 
 Reads that decide correctness (task by id, queue head, due page, rule state) are strongly
 consistent: they all hit base-table items, never a GSI (docs/architecture.md).
+
+The write protocol lives here and nowhere else: `create_task`, `swap_occurrence` (reschedule,
+cancel, the worker's next occurrence / retry / finish) and `drop_entry_of`. Each writes a new queue
+entry first (under a key no other entry has, and only if that key is free), then the task
+(conditionally), then deletes the entry left behind (by token). No write can replace a live
+entry, and a crash between writes leaves at most an entry no task points at.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -22,12 +28,26 @@ from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
 from nexttick.store import keys
 from nexttick.store.meter import DynamoMeter
 from nexttick.store.models import BoundModels, LastRunAttribute, QueueItem, TaskItem, bind_models
-from nexttick.store.records import LastRun, QueueEntry, RuleState, TaskRecord
+from nexttick.store.records import (
+    EntryRef,
+    LastRun,
+    Occurrence,
+    QueueEntry,
+    RuleState,
+    TaskRecord,
+    TaskStatus,
+)
 from nexttick.timeutil import from_epoch, to_epoch
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 # Entries per request when looking for a shard's head: usually the first one decides.
 HEAD_PAGE_SIZE = 1
+
+Step = Callable[[str], None]
+
+
+def _no_step(_: str) -> None:
+    return None
 
 
 def _condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
@@ -35,7 +55,7 @@ def _condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
 
 
 class TaskExistsError(Exception):
-    """A task item with this id already exists (raised by `insert_task`)."""
+    """A task item with this id already exists (raised by `create_task`)."""
 
 
 class TaskStore:
@@ -98,20 +118,70 @@ class TaskStore:
         found = (_task_record(item) for item in self.models.task.batch_get(wanted, consistent_read=True))
         return {record.id: record for record in found}
 
-    def insert_task(self, record: TaskRecord) -> None:
-        """Write a new task; raises TaskExistsError if the id is taken."""
+    def create_task(self, record: TaskRecord) -> None:
+        """Write a new pending task with its first queue entry (at `record.due`) and point it there.
+
+        Entry first, then the task (only if the id is free): the task is never visible without its
+        entry. Raises TaskExistsError when the id is taken, after deleting the entry it wrote; any
+        other failure leaves the entry alone (the task write may have committed)."""
+        assert record.due is not None, "a pending task needs a due time"
+        entry = self._put_new_entry(record.id, Occurrence(record.due, record.due), record.created_at)
+        record.queue_key, record.queue_token = entry.key, entry.token
         item = self._task_item(record)
         try:
             item.save(condition=self.models.task.pk.does_not_exist())
         except PutError as exc:
             if _condition_failed(exc):
+                self.discard_entry(entry.ref)
                 raise TaskExistsError(record.id) from exc
             raise
+
+    def swap_occurrence(
+        self,
+        current: TaskRecord,
+        updated: TaskRecord,
+        run: Occurrence | None,
+        *,
+        leaving: EntryRef | None,
+        step: Step = _no_step,
+    ) -> bool:
+        """Write `updated` over `current` (compare-and-set on `current.version`) and move the task
+        from the entry it is `leaving` to a new entry for `run` (none: cancelled or finished).
+
+        1. with `run`: put a new entry under a fresh key, only if that key is free, and point
+           `updated` at it (the entry is stamped with `updated.updated_at`);
+        2. put the task (CAS). Lost: delete the new entry and return False (re-read, re-decide);
+        3. delete `leaving`, by token: the task no longer points at it.
+        A crash between steps leaves an entry no task points at, never a task without its entry.
+        `step` names each completed write ("entry-put", "task-replaced", "entry-deleted")."""
+        new: QueueEntry | None = None
+        if run is not None:
+            new = self._put_new_entry(updated.id, run, updated.updated_at)
+            updated.queue_key, updated.queue_token = new.key, new.token
+            step("entry-put")
+        if not self.replace_task(updated, current.version):
+            if new is not None:
+                self.discard_entry(new.ref)
+            return False
+        step("task-replaced")
+        if leaving is not None:
+            self.discard_entry(leaving)
+            step("entry-deleted")
+        return True
+
+    def drop_entry_of(self, record: TaskRecord) -> None:
+        """Delete the entry a cancelled task still points at: a repeated cancel finishes what an
+        interrupted one left (its entry delete)."""
+        assert record.status != TaskStatus.PENDING, "a pending task's entry is live"
+        ref = self.entry_of(record)
+        if ref is not None:
+            self.discard_entry(ref)
 
     def replace_task(self, record: TaskRecord, expected_version: int) -> bool:
         """Write the whole task if its stored version is still `expected_version` (compare-and-set).
 
-        Every field is written each time, so no half-applied update can exist."""
+        Every field is written each time, so no half-applied update can exist. The queue pointer is
+        written as given: use `swap_occurrence` to move the task to another entry."""
         item = self._task_item(record)
         try:
             item.save(condition=self.models.task.version == expected_version)
@@ -168,35 +238,36 @@ class TaskStore:
         with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
             for record in records:
                 assert record.due is not None, "a pending task needs a due time"
-                entry = self.new_entry(record.id, record.due, record.due)
-                entry.created_at = created_at
+                entry = self._new_entry(record.id, Occurrence(record.due, record.due), created_at)
                 record.queue_key, record.queue_token = entry.key, entry.token
                 entries.save(self._queue_item(entry))
                 tasks.save(self._task_item(record))
 
     # ------------------------------------------------------------------ queue entries
-    def new_entry(
-        self, task_id: str, run_at: datetime, scheduled_for: datetime, attempt: int = 1
-    ) -> QueueEntry:
-        """A fresh entry (not yet written) with its own token; the task item must point at it."""
+    def _new_entry(self, task_id: str, run: Occurrence, created_at: datetime) -> QueueEntry:
+        """A fresh entry (not yet written): a new token, and so a sort key no entry has had."""
+        token = uuid.uuid4().hex
         return QueueEntry(
             shard=keys.shard_of(task_id, self.shards),
-            run_at=run_at,
+            run_at=run.run_at,
             task_id=task_id,
-            token=uuid.uuid4().hex,
-            scheduled_for=scheduled_for,
-            attempt=attempt,
+            token=token,
+            scheduled_for=run.scheduled_for,
+            key=keys.queue_sort_key(run.run_at, task_id, token),
+            attempt=run.attempt,
+            created_at=created_at,
         )
 
-    def entry_for_task(self, record: TaskRecord) -> tuple[int, str] | None:
-        """(shard, sort key) of the queue entry the task points at, if any."""
-        if record.queue_key is None:
-            return None
-        return keys.shard_of(record.id, self.shards), record.queue_key
+    def _put_new_entry(self, task_id: str, run: Occurrence, created_at: datetime) -> QueueEntry:
+        entry = self._new_entry(task_id, run, created_at)
+        self._queue_item(entry).save(condition=self.models.queue.pk.does_not_exist())
+        return entry
 
-    def put_entry(self, entry: QueueEntry, created_at: datetime) -> None:
-        entry.created_at = created_at
-        self._queue_item(entry).save()
+    def entry_of(self, record: TaskRecord) -> EntryRef | None:
+        """The queue entry the task points at, if any."""
+        if record.queue_key is None or record.queue_token is None:
+            return None
+        return EntryRef(keys.shard_of(record.id, self.shards), record.queue_key, record.queue_token)
 
     def _queue_item(self, entry: QueueEntry) -> QueueItem:
         item: QueueItem = self.models.queue(
@@ -210,11 +281,12 @@ class TaskStore:
         )
         return item
 
-    def delete_entry(self, shard: int, key: str, token: str) -> bool:
-        """Delete an entry only if it is still the one with `token` (never someone else's)."""
-        item = self.models.queue(keys.queue_pk(shard), key)
+    def discard_entry(self, ref: EntryRef) -> bool:
+        """Delete an entry only if it is still the one with `ref.token` (never someone else's). Alone,
+        for entries no task points at (a crash's leftovers); the protocol above uses it in order."""
+        item = self.models.queue(keys.queue_pk(ref.shard), ref.key)
         try:
-            item.delete(condition=self.models.queue.token == token)
+            item.delete(condition=self.models.queue.token == ref.token)
         except DeleteError as exc:
             if _condition_failed(exc):
                 return False
@@ -230,7 +302,11 @@ class TaskStore:
 
     def claim(self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str) -> QueueEntry | None:
         """Lease an entry for one worker: succeeds only if it is unchanged and not leased (or its lease
-        expired). Returns the claimed entry, or None when another worker holds it or it is gone."""
+        expired). Returns the claimed entry, or None when another worker holds it or it is gone.
+
+        Every claim counts as an attempt, in the same conditional write: the returned entry's
+        `attempt` is this claim's, the stored one the next claim's, so an attempt that crashes or
+        fails after its action still counts."""
         q = self.models.queue
         item = q(keys.queue_pk(entry.shard), entry.key)
         condition: Condition = (
@@ -240,24 +316,42 @@ class TaskStore:
         )
         try:
             item.update(
-                actions=[q.lease_until.set(to_epoch(lease_until)), q.lease_owner.set(owner)],
+                actions=[
+                    q.lease_until.set(to_epoch(lease_until)),
+                    q.lease_owner.set(owner),
+                    q.attempt.add(1),
+                ],
                 condition=condition,
             )
         except UpdateError as exc:
             if _condition_failed(exc):
                 return None
             raise
-        return _queue_entry(item, entry.shard)
+        claimed = _queue_entry(item, entry.shard)
+        claimed.attempt -= 1
+        return claimed
+
+    def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
+        """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when
+        the entry is no longer ours: completed, cancelled, or claimed by another after a lapse."""
+        return self._update_own(entry, owner, [self.models.queue.lease_until.set(to_epoch(until))])
 
     def defer_entry(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
-        """Extend/replace our own lease (e.g. keep an entry hidden until `until`)."""
+        """Hide an entry we claimed but did not run until `until`; the claim ran nothing, so it does
+        not count as an attempt (`entry` as `claim` returned it)."""
+        q = self.models.queue
+        return self._update_own(entry, owner, [q.lease_until.set(to_epoch(until)), q.attempt.set(entry.attempt)])
+
+    def abandon(self, entry: QueueEntry, owner: str, error: str) -> bool:
+        """Leave our claim with the `error` that ended it: the entry runs again after its lease, and
+        the claim that finds its attempts exhausted records this error as the occurrence's."""
+        return self._update_own(entry, owner, [self.models.queue.last_error.set(error)])
+
+    def _update_own(self, entry: QueueEntry, owner: str, actions: list[Any]) -> bool:
         q = self.models.queue
         item = q(keys.queue_pk(entry.shard), entry.key)
         try:
-            item.update(
-                actions=[q.lease_until.set(to_epoch(until))],
-                condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner),
-            )
+            item.update(actions=actions, condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner))
         except UpdateError as exc:
             if _condition_failed(exc):
                 return False
@@ -331,6 +425,8 @@ class TaskStore:
         return RuleState(
             armed_minute=from_epoch(armed) if armed else None,
             version=int(item.version or 0),
+            published_version=int(item.published or 0),
+            repair_version=int(item.repaired) if item.repaired is not None else None,
             kicked_at=from_epoch(item.kicked_at) if item.kicked_at else None,
             waiter_at=from_epoch(item.waiter_at) if item.waiter_at else None,
             waiter_until=from_epoch(item.waiter_until) if item.waiter_until else None,
@@ -354,27 +450,64 @@ class TaskStore:
             raise
         return expected_version + 1
 
-    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool:
-        """Become the one worker sleeping for a due-soon head at `at`. Succeeds if there is no waiter,
-        we are it, the current one wakes later than `at`, has already woken, or will be gone by `at`."""
+    def confirm_published(self, version: int) -> bool:
+        """Record that a PutRule of the value at `version` has returned, if the record is still at
+        `version` (the publish loop's confirmation; False: it moved meanwhile, publish again)."""
         r = self.models.rule
-        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        return self._update_rule([r.published.set(version)], r.version == version)
+
+    def claim_repair(self, version: int) -> bool:
+        """Take it upon the caller to publish the record at `version`, whose PutRule was never
+        confirmed (its writer may have died before it). One caller per version wins."""
+        r = self.models.rule
         condition = (
+            (r.version == version)
+            & (r.published.does_not_exist() | (r.published != version))
+            & (r.repaired.does_not_exist() | (r.repaired != version))
+        )
+        return self._update_rule([r.repaired.set(version)], condition)
+
+    def claim_waiter(
+        self,
+        at: datetime,
+        owner: str,
+        until: datetime,
+        stale_before: datetime,
+        *,
+        expected_version: int | None = None,
+    ) -> bool:
+        """Become the one worker sleeping for a due-soon head at `at`, alive until `until`. Succeeds if
+        there is no waiter, we are it, the current one wakes later than `at`, will be gone by `at`, or
+        should have woken before `stale_before` (it died: waiters release their claim on waking).
+        With `expected_version`: only while the record is still at that version, published."""
+        r = self.models.rule
+        condition: Condition = (
             r.waiter_at.does_not_exist()
             | (r.waiter_owner == owner)
             | (r.waiter_at > to_epoch(at))
-            | (r.waiter_at <= to_epoch(now))
             | (r.waiter_until < to_epoch(at))
+            | (r.waiter_at < to_epoch(stale_before))
         )
+        if expected_version is not None:
+            condition = condition & (r.version == expected_version) & (r.published == expected_version)
+        actions = [
+            r.waiter_at.set(to_epoch(at)),
+            r.waiter_until.set(to_epoch(until)),
+            r.waiter_owner.set(owner),
+        ]
+        return self._update_rule(actions, condition)
+
+    def release_waiter(self, owner: str, at: datetime) -> bool:
+        """Remove the waiter claim of `owner` for `at` (and nothing newer)."""
+        r = self.models.rule
+        actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
+        return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
+
+    def _update_rule(self, actions: list[Any], condition: Condition) -> bool:
+        """One conditional UpdateItem of the rule record; False when its condition failed."""
+        item = self.models.rule(RULE_STATE_PK, RULE_STATE_SK)
         try:
-            item.update(
-                actions=[
-                    r.waiter_at.set(to_epoch(at)),
-                    r.waiter_until.set(to_epoch(until)),
-                    r.waiter_owner.set(owner),
-                ],
-                condition=condition,
-            )
+            item.update(actions=actions, condition=condition)
         except UpdateError as exc:
             if _condition_failed(exc):
                 return False
@@ -384,17 +517,8 @@ class TaskStore:
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         """Claim the right to kick a stalled worker (at most once per window, across editors)."""
         r = self.models.rule
-        item = r(RULE_STATE_PK, RULE_STATE_SK)
-        try:
-            item.update(
-                actions=[r.kicked_at.set(to_epoch(now))],
-                condition=r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since)),
-            )
-        except UpdateError as exc:
-            if _condition_failed(exc):
-                return False
-            raise
-        return True
+        condition = r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since))
+        return self._update_rule([r.kicked_at.set(to_epoch(now))], condition)
 
 
 def _task_record(item: Any) -> TaskRecord:
@@ -446,8 +570,10 @@ def _queue_entry(item: QueueItem, shard: int) -> QueueEntry:
         task_id=task_id,
         token=item.token,
         scheduled_for=item.scheduled_for,
+        key=item.sk,
         attempt=int(item.attempt or 1),
         lease_until=from_epoch(item.lease_until) if item.lease_until is not None else None,
         lease_owner=item.lease_owner,
         created_at=item.created_at,
+        last_error=item.last_error,
     )

@@ -6,7 +6,8 @@ One invocation:
    claimed with a conditional lease, validated against its task, run, and completed;
 2. passes repeat while they find work; then `rule_sync.rearm()` points the rule at the head;
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
-   to the exact instant) when the remaining time allows, otherwise the worker re-invokes itself;
+   to the exact instant) when the remaining time allows, by the one invocation that claims the wait
+   (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
    action timeout plus a few seconds), so no run is cut off with the rule on a past minute.
 """
@@ -24,9 +25,9 @@ from typing import Any
 
 from nexttick.actions import ActionRegistry, Delivery
 from nexttick.observability import MetricUnit, logger, metrics
-from nexttick.rulesync import Outcome
+from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
-from nexttick.store.records import QueueEntry, TaskRecord, TaskStatus
+from nexttick.store.records import Occurrence, QueueEntry, TaskRecord, TaskStatus
 from nexttick.worker.completion import (
     Attempt,
     RunOutcome,
@@ -134,8 +135,12 @@ class Worker:
                         self._sleep(usable)
                         continue
                     return self._reinvoke("next due time is beyond this invocation")
-                if not self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline):
+                claim = self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline)
+                if claim is WaitClaim.COVERED:
                     return self._finish("covered", "another invocation is waiting for an earlier time")
+                if claim is WaitClaim.MOVED:
+                    continue  # the record moved since the re-arm: re-arm before sleeping
+                wait_seconds = (rearm.head - self.clock.now()).total_seconds()
                 self._sleep(wait_seconds if wait_seconds > 0 else MIN_WAIT_SECONDS)
 
     def remaining(self) -> float:
@@ -270,7 +275,7 @@ class Worker:
         superseded = task is not None and created is not None and created < task.updated_at - CLOCK_SKEW
         age = now - created if created is not None else STALE_ENTRY_AGE
         if superseded or age >= STALE_ENTRY_AGE:
-            self.store.delete_entry(entry.shard, entry.key, entry.token)
+            self.store.discard_entry(entry.ref)
             logger.info("stale queue entry deleted", extra={"entry": entry.key})
             return "stale"
         defer = min(max(MIN_DEFER, age / 2), MAX_DEFER)
@@ -280,32 +285,28 @@ class Worker:
     def _complete(self, entry: QueueEntry, task: TaskRecord | None, attempt: Attempt) -> str:
         """Write the outcome with compare-and-set; then delete the claimed entry (by token)."""
         result = attempt.outcome.value
+
+        def step(name: str) -> None:
+            self.hook(name, entry)
+
         for _ in range(MAX_CAS_ATTEMPTS):
             if task is None:
+                self.store.discard_entry(entry.ref)
                 break
             now = self.clock.now()
             if task.status != TaskStatus.PENDING or task.queue_token != entry.token:
                 # Rescheduled or cancelled while running: record the run only.
-                if self.store.replace_task(record_only(task, attempt, now), task.version):
+                only = record_only(task, attempt, now)
+                if self.store.swap_occurrence(task, only, None, leaving=entry.ref, step=step):
                     break
             else:
                 plan = plan_completion(task, attempt, now, retention=self.retention, rng=self.rng)
-                record, new_entry = plan.record, None
-                if plan.next_run is not None:
-                    nxt = plan.next_run
-                    new_entry = self.store.new_entry(task.id, nxt.run_at, nxt.scheduled_for, nxt.attempt)
-                    record.queue_key, record.queue_token = new_entry.key, new_entry.token
-                    self.store.put_entry(new_entry, now)
-                    self.hook("entry-put", entry)
-                if self.store.replace_task(record, task.version):
+                nxt = plan.next_run
+                run = Occurrence(nxt.run_at, nxt.scheduled_for, nxt.attempt) if nxt is not None else None
+                if self.store.swap_occurrence(task, plan.record, run, leaving=entry.ref, step=step):
                     result = plan.result
                     break
-                if new_entry is not None:
-                    self.store.delete_entry(new_entry.shard, new_entry.key, new_entry.token)
             task = self.store.get_task(entry.task_id)  # changed meanwhile: decide on the fresh record
         else:
             raise RuntimeError(f"task {entry.task_id} kept changing; completion abandoned")
-        self.hook("task-replaced", entry)
-        self.store.delete_entry(entry.shard, entry.key, entry.token)
-        self.hook("entry-deleted", entry)
         return result

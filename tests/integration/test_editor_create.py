@@ -63,7 +63,7 @@ def test_schedule_at_stores_the_instant_in_utc_and_queues_it(editor, runtime, fr
         assert stored.due == expected and stored.due.utcoffset() == timedelta(0)
         # And exactly one queue entry, keyed by the UTC instant
         [entry] = entries_of(runtime.store, task.id)
-        assert entry.key == queue_sort_key(expected, task.id)
+        assert entry.key == queue_sort_key(expected, task.id, stored.queue_token)
         assert entry.key.startswith(expected.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
         assert (entry.token, entry.key) == (stored.queue_token, stored.queue_key)
     # And the rule fires a whole lead before the earliest of them (UTC fields)

@@ -121,9 +121,22 @@ def test_list_reads_a_pages_tasks_in_one_consistent_batch(editor, runtime, froze
 
 def test_list_skips_entries_of_changed_tasks(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
     task = editor.schedule_in("log", 3600)
-    # A crash between writing a new entry and replacing the task leaves an entry no task points at
-    stale = runtime.store.new_entry(task.id, NOW + timedelta(minutes=5), NOW + timedelta(minutes=5))
-    runtime.store.put_entry(stale, NOW)
+    # A reschedule that dies between writing its new entry and replacing the task leaves an entry
+    # no task points at
+    client = runtime.store.models.task._get_connection().connection.client
+
+    def die_on_task_write(*, params: dict[str, Any], **_: Any) -> None:
+        if params["Item"]["pk"]["S"].startswith("T#"):
+            raise RuntimeError("the process dies here")
+
+    client.meta.events.register("provide-client-params.dynamodb.PutItem", die_on_task_write)
+    with pytest.raises(RuntimeError):
+        editor.reschedule(task.id, delay_seconds=300)
+    client.meta.events.unregister("provide-client-params.dynamodb.PutItem", die_on_task_write)
+    assert sorted(e.run_at for e in all_entries(runtime.store)) == [
+        NOW + timedelta(minutes=5),
+        NOW + timedelta(hours=1),
+    ]
     assert [t.id for t in editor.list().items] == [task.id]
     assert editor.list().items[0].due == NOW + timedelta(hours=1)
 
@@ -351,17 +364,21 @@ def test_cancel_keeps_the_task_readable_and_removes_it_from_the_queue(editor, ru
     assert runtime.store.get_task(task.id).expires_at == NOW + timedelta(seconds=5, days=7)
 
 
-def test_cancel_twice_conflicts_and_unknown_is_not_found(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_cancelled_task_cannot_change_cancels_again_and_unknown_is_not_found(
+    editor, runtime, frozen_now
+) -> None:  # type: ignore[no-untyped-def]
     task = editor.schedule_in("log", 600)
-    editor.cancel(task.id)
+    cancelled = editor.cancel(task.id)
     for call in (
-        lambda: editor.cancel(task.id),
         lambda: editor.reschedule(task.id, delay_seconds=60),
         lambda: editor.update(task.id, payload={}),
     ):
         with pytest.raises(ConflictError) as caught:
             call()
         assert caught.value.field == "status"
+    # A second cancel (a client repeating it) returns the cancelled task, whatever version it names
+    assert editor.cancel(task.id) == cancelled
+    assert editor.cancel(task.id, expected_version=1) == cancelled
     assert editor.get(task.id).status == "cancelled"
     with pytest.raises(TaskNotFoundError) as missing:
         editor.cancel("no-such-task")

@@ -21,7 +21,7 @@ from tests.support.interleave import Interleaver, Stepped
 from tests.support.rule_models import NaiveRuleSync, rest_violation
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
-PURE = frozenset({"new_entry", "entry_for_task"})
+PURE = frozenset({"entry_of"})
 SCHEDULES = 150
 
 
@@ -36,7 +36,7 @@ def run_worker_tail(runtime: Runtime) -> None:
         for shard in range(runtime.store.shards):
             for entry in runtime.store.shard_entries(shard):
                 if not timing.armable(timing.fire_minute(entry.run_at), NOW):
-                    runtime.store.delete_entry(entry.shard, entry.key, entry.token)
+                    runtime.store.discard_entry(entry.ref)
 
 
 def stepped_runtime(base: Runtime, step: Any, sync_cls: type[RuleSync]) -> Runtime:

@@ -4,24 +4,40 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from nexttick.store import TaskRecord, TaskStore
-from nexttick.store.keys import queue_sort_key
+from nexttick.store.keys import queue_sort_key, shard_of, split_queue_sort_key
+from nexttick.store.records import EntryRef, Occurrence
 from tests.support.oplog import all_entries
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
 
 
+def _task(task_id: str, due: datetime) -> TaskRecord:
+    return TaskRecord(
+        id=task_id,
+        action="log",
+        payload={},
+        status="pending",
+        schedule_kind="once",
+        due=due,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+
 def _entry(store: TaskStore, task_id: str, run_at: datetime):  # type: ignore[no-untyped-def]
-    entry = store.new_entry(task_id, run_at, run_at)
-    store.put_entry(entry, NOW)
+    """A pending task due at `run_at`, and its queue entry."""
+    store.create_task(_task(task_id, run_at))
+    [entry] = [e for e in all_entries(store) if e.task_id == task_id]
     return entry
 
 
 def _same_shard_ids(store: TaskStore, n: int) -> list[str]:
     ids = [f"t{i}" for i in range(200)]
-    shard0 = [i for i in ids if store.new_entry(i, NOW, NOW).shard == 0]
+    shard0 = [i for i in ids if shard_of(i, store.shards) == 0]
     return shard0[:n]
 
 
@@ -41,21 +57,36 @@ def test_shard_entries_are_in_run_time_order_and_bounded_by_up_to(runtime, froze
     assert [e.run_at for e in store.shard_entries(0, up_to=NOW, after_key=first.key)] == [NOW]
     # an after_key beyond up_to selects nothing, without sending the reversed BETWEEN that DynamoDB
     # rejects with a ValidationException (moto accepts it, so count the queries instead)
-    last_key = queue_sort_key(NOW + timedelta(seconds=30), ids[0])
+    last_key = queue_sort_key(NOW + timedelta(seconds=30), ids[0], "f" * 32)
     store.meter.reset()
     assert list(store.shard_entries(0, up_to=NOW, after_key=last_key)) == []
     assert store.meter.calls["Query"] == 0
     assert "Scan" not in store.meter.calls
 
 
-def test_delete_entry_only_with_its_own_token(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_discard_entry_only_with_its_own_token(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
     store = runtime.store
     entry = _entry(store, "a", NOW)
-    assert store.delete_entry(entry.shard, entry.key, "someone-else") is False
+    assert store.discard_entry(EntryRef(entry.shard, entry.key, "someone-else")) is False
     assert store.get_entry(entry.shard, entry.key) is not None
-    assert store.delete_entry(entry.shard, entry.key, entry.token) is True
+    assert store.discard_entry(entry.ref) is True
     assert store.get_entry(entry.shard, entry.key) is None
-    assert store.delete_entry(entry.shard, entry.key, entry.token) is False
+    assert store.discard_entry(entry.ref) is False
+
+
+def test_an_entry_key_is_unique_even_for_the_same_instant_and_task(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+    store = runtime.store
+    # Given a task rescheduled to the very due time it already has
+    task = _task("same", NOW + timedelta(hours=1))
+    store.create_task(task)
+    [first] = all_entries(store)
+    moved = replace(task, version=2)
+    assert store.swap_occurrence(task, moved, Occurrence(task.due, task.due), leaving=first.ref)
+    # Then the new entry has a key of its own (instant, id, token): the old one was never overwritten
+    [second] = all_entries(store)
+    assert second.key == queue_sort_key(task.due, "same", second.token) != first.key
+    assert (second.token, second.key) == (moved.queue_token, moved.queue_key)
+    assert split_queue_sort_key(second.key) == (task.due, "same")
 
 
 def test_a_lease_is_exclusive_until_it_expires_and_hides_the_entry_from_the_head(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
@@ -91,7 +122,7 @@ def test_replace_task_is_a_compare_and_set_on_the_version(runtime, frozen_now) -
         created_at=NOW,
         updated_at=NOW,
     )
-    store.insert_task(record)
+    store.create_task(record)
     record.version = 2
     record.payload = {"v": 2}
     assert store.replace_task(record, expected_version=1) is True
