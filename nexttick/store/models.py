@@ -75,6 +75,7 @@ class QueueItem(Model):
     lease_until = NumberAttribute(null=True)  # epoch seconds; compared in conditions
     lease_owner = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute(null=True)
+    last_error = UnicodeAttribute(null=True)  # why the last claim was abandoned (if it said)
 
 
 class RuleStateItem(Model):
