@@ -302,11 +302,7 @@ class TaskStore:
 
     def claim(self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str) -> QueueEntry | None:
         """Lease an entry for one worker: succeeds only if it is unchanged and not leased (or its lease
-        expired). Returns the claimed entry, or None when another worker holds it or it is gone.
-
-        Every claim counts as an attempt, in the same conditional write: the returned entry's
-        `attempt` is this claim's, the stored one the next claim's, so an attempt that crashes or
-        fails after its action still counts."""
+        expired). Returns the claimed entry, or None when another worker holds it or it is gone."""
         q = self.models.queue
         item = q(keys.queue_pk(entry.shard), entry.key)
         condition: Condition = (
@@ -316,42 +312,24 @@ class TaskStore:
         )
         try:
             item.update(
-                actions=[
-                    q.lease_until.set(to_epoch(lease_until)),
-                    q.lease_owner.set(owner),
-                    q.attempt.add(1),
-                ],
+                actions=[q.lease_until.set(to_epoch(lease_until)), q.lease_owner.set(owner)],
                 condition=condition,
             )
         except UpdateError as exc:
             if _condition_failed(exc):
                 return None
             raise
-        claimed = _queue_entry(item, entry.shard)
-        claimed.attempt -= 1
-        return claimed
-
-    def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
-        """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when
-        the entry is no longer ours: completed, cancelled, or claimed by another after a lapse."""
-        return self._update_own(entry, owner, [self.models.queue.lease_until.set(to_epoch(until))])
+        return _queue_entry(item, entry.shard)
 
     def defer_entry(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
-        """Hide an entry we claimed but did not run until `until`; the claim ran nothing, so it does
-        not count as an attempt (`entry` as `claim` returned it)."""
-        q = self.models.queue
-        return self._update_own(entry, owner, [q.lease_until.set(to_epoch(until)), q.attempt.set(entry.attempt)])
-
-    def abandon(self, entry: QueueEntry, owner: str, error: str) -> bool:
-        """Leave our claim with the `error` that ended it: the entry runs again after its lease, and
-        the claim that finds its attempts exhausted records this error as the occurrence's."""
-        return self._update_own(entry, owner, [self.models.queue.last_error.set(error)])
-
-    def _update_own(self, entry: QueueEntry, owner: str, actions: list[Any]) -> bool:
+        """Extend/replace our own lease (e.g. keep an entry hidden until `until`)."""
         q = self.models.queue
         item = q(keys.queue_pk(entry.shard), entry.key)
         try:
-            item.update(actions=actions, condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner))
+            item.update(
+                actions=[q.lease_until.set(to_epoch(until))],
+                condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner),
+            )
         except UpdateError as exc:
             if _condition_failed(exc):
                 return False
@@ -425,8 +403,6 @@ class TaskStore:
         return RuleState(
             armed_minute=from_epoch(armed) if armed else None,
             version=int(item.version or 0),
-            published_version=int(item.published or 0),
-            repair_version=int(item.repaired) if item.repaired is not None else None,
             kicked_at=from_epoch(item.kicked_at) if item.kicked_at else None,
             waiter_at=from_epoch(item.waiter_at) if item.waiter_at else None,
             waiter_until=from_epoch(item.waiter_until) if item.waiter_until else None,
@@ -450,64 +426,27 @@ class TaskStore:
             raise
         return expected_version + 1
 
-    def confirm_published(self, version: int) -> bool:
-        """Record that a PutRule of the value at `version` has returned, if the record is still at
-        `version` (the publish loop's confirmation; False: it moved meanwhile, publish again)."""
+    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool:
+        """Become the one worker sleeping for a due-soon head at `at`. Succeeds if there is no waiter,
+        we are it, the current one wakes later than `at`, has already woken, or will be gone by `at`."""
         r = self.models.rule
-        return self._update_rule([r.published.set(version)], r.version == version)
-
-    def claim_repair(self, version: int) -> bool:
-        """Take it upon the caller to publish the record at `version`, whose PutRule was never
-        confirmed (its writer may have died before it). One caller per version wins."""
-        r = self.models.rule
+        item = r(RULE_STATE_PK, RULE_STATE_SK)
         condition = (
-            (r.version == version)
-            & (r.published.does_not_exist() | (r.published != version))
-            & (r.repaired.does_not_exist() | (r.repaired != version))
-        )
-        return self._update_rule([r.repaired.set(version)], condition)
-
-    def claim_waiter(
-        self,
-        at: datetime,
-        owner: str,
-        until: datetime,
-        stale_before: datetime,
-        *,
-        expected_version: int | None = None,
-    ) -> bool:
-        """Become the one worker sleeping for a due-soon head at `at`, alive until `until`. Succeeds if
-        there is no waiter, we are it, the current one wakes later than `at`, will be gone by `at`, or
-        should have woken before `stale_before` (it died: waiters release their claim on waking).
-        With `expected_version`: only while the record is still at that version, published."""
-        r = self.models.rule
-        condition: Condition = (
             r.waiter_at.does_not_exist()
             | (r.waiter_owner == owner)
             | (r.waiter_at > to_epoch(at))
+            | (r.waiter_at <= to_epoch(now))
             | (r.waiter_until < to_epoch(at))
-            | (r.waiter_at < to_epoch(stale_before))
         )
-        if expected_version is not None:
-            condition = condition & (r.version == expected_version) & (r.published == expected_version)
-        actions = [
-            r.waiter_at.set(to_epoch(at)),
-            r.waiter_until.set(to_epoch(until)),
-            r.waiter_owner.set(owner),
-        ]
-        return self._update_rule(actions, condition)
-
-    def release_waiter(self, owner: str, at: datetime) -> bool:
-        """Remove the waiter claim of `owner` for `at` (and nothing newer)."""
-        r = self.models.rule
-        actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
-        return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
-
-    def _update_rule(self, actions: list[Any], condition: Condition) -> bool:
-        """One conditional UpdateItem of the rule record; False when its condition failed."""
-        item = self.models.rule(RULE_STATE_PK, RULE_STATE_SK)
         try:
-            item.update(actions=actions, condition=condition)
+            item.update(
+                actions=[
+                    r.waiter_at.set(to_epoch(at)),
+                    r.waiter_until.set(to_epoch(until)),
+                    r.waiter_owner.set(owner),
+                ],
+                condition=condition,
+            )
         except UpdateError as exc:
             if _condition_failed(exc):
                 return False
@@ -517,8 +456,17 @@ class TaskStore:
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         """Claim the right to kick a stalled worker (at most once per window, across editors)."""
         r = self.models.rule
-        condition = r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since))
-        return self._update_rule([r.kicked_at.set(to_epoch(now))], condition)
+        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        try:
+            item.update(
+                actions=[r.kicked_at.set(to_epoch(now))],
+                condition=r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since)),
+            )
+        except UpdateError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
 
 
 def _task_record(item: Any) -> TaskRecord:
@@ -575,5 +523,4 @@ def _queue_entry(item: QueueItem, shard: int) -> QueueEntry:
         lease_until=from_epoch(item.lease_until) if item.lease_until is not None else None,
         lease_owner=item.lease_owner,
         created_at=item.created_at,
-        last_error=item.last_error,
     )
