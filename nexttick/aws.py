@@ -17,10 +17,28 @@ from nexttick.schedules import rule_expression
 from nexttick.timeutil import format_instant
 
 _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=30)
+# Action deliveries get tight bounds instead: an AWS action's worst case (every attempt timing out,
+# plus standard mode's backoff of at most 1 s before the second) is ACTION_CALL_SECONDS, which is
+# what the worker reserves for it. The worker retries a failed delivery itself, with backoff.
+ACTION_CONNECT_SECONDS = 5
+ACTION_READ_SECONDS = 20
+ACTION_ATTEMPTS = 2
+ACTION_CALL_SECONDS = ACTION_ATTEMPTS * (ACTION_CONNECT_SECONDS + ACTION_READ_SECONDS) + 1
+ACTION_BOTO_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": ACTION_ATTEMPTS},
+    connect_timeout=ACTION_CONNECT_SECONDS,
+    read_timeout=ACTION_READ_SECONDS,
+)
 _PINNED_CRON = re.compile(r"^cron\((\d+) (\d+) (\d+) (\d+) \? (\d{4})\)$")
 
 
-def make_client(service: str, settings: NextTickSettings, session: boto3.Session | None = None) -> Any:
+def make_client(
+    service: str,
+    settings: NextTickSettings,
+    session: boto3.Session | None = None,
+    *,
+    config: Config = _BOTO_CONFIG,
+) -> Any:
     """A boto3 client for `service` honouring the configured region and (local) endpoint."""
     session = session or boto3.session.Session()
     endpoint = settings.endpoint_url
@@ -30,7 +48,7 @@ def make_client(service: str, settings: NextTickSettings, session: boto3.Session
         service,  # type: ignore[call-overload]
         region_name=settings.region,
         endpoint_url=endpoint,
-        config=_BOTO_CONFIG,
+        config=config,
     )
 
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nexttick.actions.base import ActionConfigError, Delivery, DeliveryError
+from nexttick.aws import ACTION_CALL_SECONDS
 from nexttick.observability import logger
 
-# One AWS call: the shared client's connect (5 s) + read (30 s) timeouts (nexttick.aws).
-AWS_CALL_TIMEOUT_SECONDS = 35.0
+# One AWS call of an action, every attempt and backoff included (nexttick.aws).
+AWS_CALL_TIMEOUT_SECONDS = float(ACTION_CALL_SECONDS)
 DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 10.0
 DEFAULT_PYTHON_TIMEOUT_SECONDS = 10.0
 MAX_TIMEOUT_SECONDS = 300.0
@@ -355,7 +356,8 @@ class PythonAction:
         self.name = name
         self.target = target
         self.function = function
-        # Advisory: a Python call cannot be interrupted; it must return well within the lease.
+        # Advisory: a Python call cannot be interrupted. It sizes the worker's time reserve; the
+        # lease is renewed while the call runs, however long it takes.
         self.timeout_seconds = timeout
 
     @classmethod

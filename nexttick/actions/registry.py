@@ -10,7 +10,7 @@ import boto3
 
 from nexttick.actions.base import Action, ActionConfigError, Delivery, DeliveryError
 from nexttick.actions.kinds import KINDS, BuildContext, Definition, parse_allowlist
-from nexttick.aws import make_client
+from nexttick.aws import ACTION_BOTO_CONFIG, make_client
 from nexttick.config import NextTickSettings
 
 WEBHOOK_ALLOWLIST_ENV = "NEXTTICK_WEBHOOK_ALLOWLIST"
@@ -54,7 +54,7 @@ def build_registry(
 
     def client(service: str) -> Any:
         if service not in clients:
-            clients[service] = make_client(service, settings, session)
+            clients[service] = make_client(service, settings, session, config=ACTION_BOTO_CONFIG)
         return clients[service]
 
     context = BuildContext(client=client, webhook_allowlist=allowlist)

@@ -14,6 +14,7 @@ import re
 import threading
 import traceback
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -51,7 +52,8 @@ from nexttick.api.models import (
     UpdateTaskRequest,
 )
 from nexttick.constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
-from nexttick.errors import NextTickError
+from nexttick.errors import ConflictError, NextTickError, VersionMismatchError
+from nexttick.store import TaskStatus
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +81,8 @@ MAX_BODY_DEPTH = MAX_PAYLOAD_DEPTH + 1
 _JSON_SPECIAL = re.compile(r'["\[\]{}]')
 _JSON_STRING_REST = re.compile(r'(?:[^"\\]|\\.)*+"', re.DOTALL)
 _FIELD_NAME = re.compile(r"^[a-z_]{1,64}$")
+# A cancel reads the task, then cancels that version; a task changing in between is read again.
+CANCEL_ATTEMPTS = 20
 # Unexpected errors are logged clipped: a RecursionError's traceback, or an error quoting the request,
 # would otherwise make one log line of megabytes.
 LOGGED_FRAMES = 10
@@ -194,6 +198,16 @@ def _task_response(task: Task, status: int = 200, base_path: str = "") -> Respon
     return Response(
         status_code=status, content_type=content_types.APPLICATION_JSON, body=task.to_dict(), headers=headers
     )
+
+
+def _occurrence_due(task: Task, now: datetime) -> bool:
+    """Whether the queued occurrence of a task read just before its cancel was due by `now`, taken
+    after the cancel committed. A worker claims an occurrence only once due and reads the task right
+    after its claim: if the cancel committed before the occurrence was due, no worker can run it."""
+    if task.status not in (TaskStatus.PENDING, TaskStatus.RUNNING):
+        return False
+    run_at = task.next_attempt_at or task.due
+    return run_at is not None and run_at <= now
 
 
 def _expected_version(if_match: str | None) -> int | None:
@@ -381,11 +395,30 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
         "/tasks/<id>",
         summary="Cancel a pending task",
         operation_id="cancelTask",
-        responses={204: {"description": "Cancelled.", "content": {}}, **_errors(404, 409, 412, 422)},
+        description="204: cancelled before its occurrence was due; nothing of the task runs any more. "
+        "202: cancelled while an occurrence was already due (claimed, running, or about to be): that "
+        "one occurrence may still complete, and its outcome then shows in `last_run`; nothing after "
+        "it runs. Cancelling a cancelled task answers 204 again.",
+        responses={
+            204: {"description": "Cancelled; nothing of the task runs any more.", "content": {}},
+            202: _task("Cancelled; the occurrence already due may still complete, nothing after it runs."),
+            **_errors(404, 409, 412, 422),
+        },
     )
     def cancel_task(id: TaskId, if_match: IfMatch = None) -> Response[Any]:
-        editor().cancel(id, expected_version=_expected_version(if_match))
-        return Response(status_code=204, body="")
+        expected = _expected_version(if_match)
+        for _ in range(CANCEL_ATTEMPTS):
+            before = editor().get(id)
+            try:
+                task = editor().cancel(id, expected_version=before.version if expected is None else expected)
+            except VersionMismatchError:
+                if expected is not None:
+                    raise
+                continue  # changed between the read and the cancel (e.g. a run completed): look again
+            if _occurrence_due(before, editor().clock.now()):
+                return _task_response(task, 202)
+            return Response(status_code=204, body="")
+        raise ConflictError("id: task is changing too often; retry", field="id")
 
     @app.get(
         "/health",

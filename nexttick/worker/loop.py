@@ -3,7 +3,8 @@
 One invocation:
 1. a *pass* reads the entries due by now from every shard (lazy, bounded pages merged in due
    order), skips live leases, and submits at most `pool_size` occurrences at a time; each is
-   claimed with a conditional lease, validated against its task, run, and completed;
+   claimed with a conditional lease (which counts the attempt), validated against its task, run
+   (its lease renewed meanwhile, `LeaseKeeper`), and completed;
 2. passes repeat while they find work; then `rule_sync.rearm()` points the rule at the head;
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
    to the exact instant) when the remaining time allows, otherwise the worker re-invokes itself;
@@ -28,12 +29,14 @@ from nexttick.rulesync import Outcome
 from nexttick.runtime import Runtime
 from nexttick.store.records import Occurrence, QueueEntry, TaskRecord, TaskStatus
 from nexttick.worker.completion import (
+    MAX_ERROR_CHARS,
     Attempt,
     RunOutcome,
     misfired,
     plan_completion,
     record_only,
 )
+from nexttick.worker.lease import LeaseKeeper
 
 # Extra seconds on top of the longest action timeout kept in reserve for completion and re-arm.
 SAFETY_SECONDS = 5.0
@@ -109,6 +112,7 @@ class Worker:
         self.hook = hook
         self.rng = rng or random.Random()
         self.report = RunReport()
+        self.leases = LeaseKeeper(self.store, self.clock, owner, self.lease)
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RunReport:
@@ -147,18 +151,19 @@ class Worker:
         now = self.clock.now()
         in_flight: set[Future[_Done]] = set()
         submitted = 0
-        for entry in self.store.merged_entries(up_to=now, page_size=self.settings.page_size):
-            if entry.leased_at(now):
-                continue  # running elsewhere (or deferred); its lease end is part of the head
-            while len(in_flight) >= pool_size:
-                done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                self._collect(done)
-            if self.remaining() < self.margin:
-                break
-            # The invocation's log context (function, request id) follows the occurrence into the pool.
-            in_flight.add(pool.submit(contextvars.copy_context().run, self._process, entry))
-            submitted += 1
-        self._collect(wait(in_flight).done)
+        with self.leases.renewing():
+            for entry in self.store.merged_entries(up_to=now, page_size=self.settings.page_size):
+                if entry.leased_at(now):
+                    continue  # running elsewhere (or deferred); its lease end is part of the head
+                while len(in_flight) >= pool_size:
+                    done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                    self._collect(done)
+                if self.remaining() < self.margin:
+                    break
+                # The invocation's log context (function, request id) follows the occurrence into the pool.
+                in_flight.add(pool.submit(contextvars.copy_context().run, self._process, entry))
+                submitted += 1
+            self._collect(wait(in_flight).done)
         if submitted:
             metrics.add_metric(name="batch_size", unit=MetricUnit.Count, value=submitted)
         return submitted > 0
@@ -203,43 +208,70 @@ class Worker:
         logger.thread_safe_append_keys(
             task_id=entry.task_id, scheduled_for=entry.scheduled_for.isoformat(), attempt=entry.attempt
         )
+        claimed: QueueEntry | None = None
         try:
-            return self._process_claimed(entry)
-        except Exception:  # leave the lease: the occurrence runs again after it expires
+            self.hook("claim", entry)
+            now = self.clock.now()
+            claimed = self.store.claim(entry, now, lease_until=now + self.lease, owner=self.owner)
+            if claimed is None:
+                return _Done("contended")
+            self.leases.hold(claimed)
+            self.hook("claimed", claimed)
+            return self._process_claimed(claimed, now)
+        except Exception as exc:  # keep the lease: the occurrence runs again after it, as a new attempt
             logger.exception("occurrence abandoned; it runs again after its lease")
+            if claimed is not None:
+                self._abandon(claimed, f"{type(exc).__name__}: {exc}")
             return _Done("error")
         finally:
+            if claimed is not None:
+                self.leases.release(claimed)
             logger.thread_safe_remove_keys(_LOG_KEYS)
 
-    def _process_claimed(self, entry: QueueEntry) -> _Done:
-        self.hook("claim", entry)
-        now = self.clock.now()
-        claimed = self.store.claim(entry, now, lease_until=now + self.lease, owner=self.owner)
-        if claimed is None:
-            return _Done("contended")
-        self.hook("claimed", entry)
-        task = self.store.get_task(entry.task_id)
-        self.hook("task-read", entry)
-        if task is None or task.status != TaskStatus.PENDING or task.queue_token != entry.token:
+    def _abandon(self, claimed: QueueEntry, error: str) -> None:
+        """Leave the error on the entry, for the claim that finds the attempts exhausted to record."""
+        try:
+            self.store.abandon(claimed, self.owner, error[:MAX_ERROR_CHARS])
+        except Exception:
+            logger.warning("could not record why the occurrence was abandoned", exc_info=True)
+
+    def _process_claimed(self, claimed: QueueEntry, now: datetime) -> _Done:
+        # Read after the claim, right before running: a cancel or change that committed before this
+        # read is honoured (the API answers 202 for a cancel that may have come later).
+        task = self.store.get_task(claimed.task_id)
+        self.hook("task-read", claimed)
+        if task is None or task.status != TaskStatus.PENDING or task.queue_token != claimed.token:
             return _Done(self._stale(claimed, task, now))
 
         started = self.clock.now()
-        lateness_ms = (started - entry.run_at).total_seconds() * 1000
-        if misfired(task, entry.scheduled_for, started):
+        lateness_ms = (started - claimed.run_at).total_seconds() * 1000
+        lateness: float | None = None
+        if claimed.attempt > task.max_attempts:
+            # Every attempt was claimed and none finished: a crash, a timeout or a failing completion.
+            last = claimed.attempt - 1
+            why = claimed.last_error or "the worker stopped during it (crash or timeout)"
             attempt = Attempt(
-                entry.scheduled_for,
-                entry.attempt,
+                claimed.scheduled_for,
+                last,
+                started,
+                started,
+                RunOutcome.FAILED,
+                f"attempt {last} did not finish: {why}",
+            )
+        elif misfired(task, claimed.scheduled_for, started):
+            attempt = Attempt(
+                claimed.scheduled_for,
+                claimed.attempt,
                 started,
                 started,
                 RunOutcome.SKIPPED,
-                f"misfire: started {(started - entry.scheduled_for).total_seconds():.3f}s late, "
+                f"misfire: started {(started - claimed.scheduled_for).total_seconds():.3f}s late, "
                 f"grace {task.misfire_grace_seconds}s",
             )
-            lateness = None
         else:
-            attempt = self._run(task, entry, started)
+            attempt = self._run(task, claimed, started)
             lateness = lateness_ms
-        self.hook("ran", entry)
+        self.hook("ran", claimed)
         result = self._complete(claimed, task, attempt)
         logger.info(
             "occurrence finished",

@@ -223,7 +223,8 @@ def test_rescheduled_tasks_fire_once_at_the_new_time_and_cancelled_ones_never(sc
 def test_recurring_every_5s_runs_without_drift_until_cancelled(scenario: Scenario) -> None:
     s = scenario
     s.receiver.wait_for("every-5s", 4, timeout=60)
-    assert requests.delete(f"{s.stack.api_url}/tasks/every-5s", timeout=30).status_code == 204
+    # 202 when the cancel meets an occurrence already due (the 4th may still be completing), else 204
+    assert requests.delete(f"{s.stack.api_url}/tasks/every-5s", timeout=30).status_code in (202, 204)
     cancelled_at = time.time()
     time.sleep(7)
     # An occurrence already started when the cancel committed may still deliver; nothing later does

@@ -130,8 +130,8 @@ def test_patch_changes_policy_and_clears_misfire_grace(api: LambdaApi, frozen_no
 
 
 def test_delete_cancels_and_get_shows_cancelled(api: LambdaApi, frozen_now: Any) -> None:
-    # Given a pending task
-    created = api.post("/tasks", ONE_SHOT).json()
+    # Given a pending task, not yet due
+    created = api.post("/tasks", {**ONE_SHOT, "due": "2030-01-07T11:00:00+01:00"}).json()
     # When it is deleted
     response = api.delete(f"/tasks/{created['id']}")
     # Then the answer is 204 without a body, and the task reads as cancelled with no due time

@@ -1,0 +1,121 @@
+"""An honest cancel: `DELETE` answers 204 only when nothing of the task can run any more, and 202
+when an occurrence was already due (claimed, running, or about to be): that one may still complete,
+nothing after it runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from nexttick.config import NextTickSettings
+from nexttick.store.records import QueueEntry
+from tests.support.api import LambdaApi
+from tests.support.worker import Recorder, make_moto_atomic
+
+CALLS = Recorder()
+STARTED = threading.Event()
+RELEASE = threading.Event()
+
+
+def blocking_action(envelope: dict[str, Any]) -> None:
+    """Delivers, then holds the occurrence in flight until the test releases it."""
+    CALLS.add(envelope)
+    STARTED.set()
+    assert RELEASE.wait(30)
+
+
+@pytest.fixture
+def settings() -> NextTickSettings:
+    actions: dict[str, dict[str, Any]] = {
+        "log": {"type": "log"},
+        "block": {"type": "python", "target": f"{__name__}:blocking_action", "timeout_seconds": 30},
+    }
+    return NextTickSettings(queue_shards=4, actions_config=actions, pool_size=4)
+
+
+@pytest.fixture
+def worker(runtime, monkeypatch):  # type: ignore[no-untyped-def]
+    """Runs one worker invocation (real time) with an optional step hook."""
+    from nexttick.actions import build_registry
+    from nexttick.worker import Worker
+
+    make_moto_atomic(monkeypatch)
+    CALLS.reset()
+    STARTED.clear()
+    RELEASE.clear()
+    registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
+
+    def run(remaining_seconds: float = 20.0, hook: Any = None) -> Any:
+        extra = {"hook": hook} if hook is not None else {}
+        return Worker(runtime, registry, owner="w", remaining_ms=remaining_seconds * 1000, **extra).run()
+
+    return run
+
+
+def wait_until(at: str) -> None:
+    time.sleep(max(0.0, datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() - time.time()))
+
+
+def test_cancel_during_a_delivery_is_202_and_nothing_after_it_runs(api: LambdaApi, worker: Any) -> None:
+    # Given a recurring task whose first occurrence is being delivered
+    task = api.post("/tasks", {"action": "block", "every": "2s"}).json()
+    wait_until(task["due"])
+    running = threading.Thread(target=worker, daemon=True)
+    running.start()
+    assert STARTED.wait(20)
+    # When it is cancelled while the delivery is in flight
+    response = api.delete(f"/tasks/{task['id']}")
+    # Then the answer is 202: cancelled, with the in-flight occurrence possibly still completing
+    assert response.status == 202, response.body
+    body = response.json()
+    assert body["id"] == task["id"] and body["status"] == "cancelled"
+    assert response.headers["etag"] == f'"{body["version"]}"'
+    assert api.get(f"/tasks/{task['id']}").json()["status"] == "cancelled"
+    # When the delivery completes
+    RELEASE.set()
+    running.join(30)
+    assert not running.is_alive()
+    # Then its run is recorded on the cancelled task
+    after = api.get(f"/tasks/{task['id']}").json()
+    assert after["status"] == "cancelled" and after["runs"] == 1
+    assert after["last_run"]["outcome"] == "succeeded" and after["due"] is None
+    # And nothing after it runs, even once later occurrences would have been due
+    time.sleep(4.5)
+    worker(remaining_seconds=5)
+    assert len(CALLS.calls[task["id"]]) == 1
+
+
+def test_cancel_after_the_claim_prevents_the_delivery(api: LambdaApi, worker: Any) -> None:
+    # Given a one-shot task due now, which a worker has just claimed
+    task = api.post("/tasks", {"action": "block", "delay_seconds": 0}).json()
+    answers: list[int] = []
+
+    def cancel_when_claimed(step: str, entry: QueueEntry) -> None:
+        if step == "claimed" and entry.task_id == task["id"]:
+            answers.append(api.delete(f"/tasks/{task['id']}").status)
+
+    # When the cancel commits between the claim and the action
+    RELEASE.set()
+    worker(hook=cancel_when_claimed)
+    # Then the cancel was accepted as possibly in flight (202), and the worker did not deliver it
+    assert answers == [202]
+    assert CALLS.calls[task["id"]] == []
+    after = api.get(f"/tasks/{task['id']}").json()
+    assert after["status"] == "cancelled" and after["runs"] == 0
+
+
+def test_cancel_before_the_occurrence_is_due_is_204_and_it_never_runs(api: LambdaApi, worker: Any) -> None:
+    # Given a task due in two seconds
+    task = api.post("/tasks", {"action": "block", "delay_seconds": 2}).json()
+    # When it is cancelled before it is due
+    response = api.delete(f"/tasks/{task['id']}", headers={"If-Match": str(task["version"])})
+    # Then the answer is 204: nothing of it can run any more
+    assert response.status == 204 and response.body == ""
+    RELEASE.set()
+    wait_until(task["due"])
+    worker(remaining_seconds=5)
+    assert CALLS.calls[task["id"]] == []
