@@ -1,5 +1,5 @@
 """`nexttick local`: moto server + resources + worker and API handlers in-process + emulated
-EventBridge, with state saved on stop and restored on start."""
+EventBridge, with every acknowledged change journaled and the state restored on start."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from nexttick.config import NextTickSettings, get_settings
 from nexttick.local import endpoints, logs, resources, state
 from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
 from nexttick.local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
-from nexttick.local.motoserver import FROZEN_PASS_HEADER, MotoServer
+from nexttick.local.motoserver import FROZEN_PASS_HEADER, EmulatedState, MotoServer
 from nexttick.local.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_WORKER_TIMEOUT_SECONDS,
@@ -160,6 +160,7 @@ class LocalStack:
         self.api: Any = None
         self.names: resources.StackNames | None = None
         self.restored_tasks = 0
+        self.local_state: state.LocalState | None = None
         self.actions: list[str] = []
         self.clock = SleepCountingClock()
         self.phase = "starting"
@@ -209,12 +210,13 @@ class LocalStack:
         # The worker sleeps on a clock the stack can see: an invocation that only sleeps is not
         # waited for at shutdown.
         _load(WORKER_DEPENDENCIES)(Runtime.build(settings, clock=self.clock), registry)
-        saved = state.load(self.state_file) if opts.restore else None
-        if saved is not None:
-            progress(f"restoring the saved state from {self.state_file} ...")
-            self.restored_tasks = state.restore(
-                clients["dynamodb"], clients["events"], names.table, names.rule, saved, time.time()
-            )
+        # The snapshot plus the journal after it, straight into moto (neither journaled nor timed
+        # by the server); from here on every acknowledged write is journaled before its response.
+        self.local_state = state.LocalState(
+            opts.state_dir, EmulatedState(opts.region, names.table, names.rule), self.moto.notifier.serial
+        )
+        self.restored_tasks = self.local_state.recover(time.time(), fresh=not opts.restore, progress=progress)
+        self.moto.notifier.record_with(self.local_state)
         self._clients = clients  # from here on the table holds the whole state: stop() saves it
         timeout = opts.worker_timeout or names.worker_timeout or DEFAULT_WORKER_TIMEOUT_SECONDS
         self.worker = LocalFunction(
@@ -324,14 +326,14 @@ class LocalStack:
         if self._clients is not None and self.names is not None and self.moto is not None:
             self.phase = f"saving the state to {self.state_file}"
             self.moto.notifier.freeze()  # abandoned invocations can no longer change the state
-            snap = state.snapshot(
-                self._clients["dynamodb"], self._clients["events"], self.names.table, self.names.rule
-            )
-            state.save(self.state_file, snap)
+            assert self.local_state is not None
+            self.local_state.compact()  # the whole state in state.json, the journal emptied
             saved = True
         self.phase = "stopping the emulator"
         if self.moto is not None:
             self.moto.stop()
+        if self.local_state is not None:
+            self.local_state.close()
         if self._lock is not None:
             self._lock.close()
         return saved
@@ -358,7 +360,7 @@ nexttick local stack is running ({restored})
   worker       {self.names.worker_function} in-process, Lambda Invoke at {self.endpoint.url}
   actions      {", ".join(self.actions)}   (add your own with NEXTTICK_ACTIONS)
   resources    {self.names.source}
-  state        {self.state_file} (saved on Ctrl-C / SIGTERM)
+  state        {self.state_file} (every change journaled beside it; survives kill -9)
   endpoints    {self.options.state_dir / endpoints.LOCAL_FILE} (the nexttick CLI uses them)
 
 Try it:

@@ -1,4 +1,6 @@
-"""Local stack persistence: every item and the rule survive a save / fresh emulator / restore."""
+"""Local stack persistence: every item and the rule survive a snapshot / fresh emulator / restore
+(the snapshot is read from and restored into moto's backends directly; tests/integration/
+test_local_journal.py covers the journal that makes every acknowledged write survive a crash)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from editor import Editor
 from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
 from nexttick.local import state
-from nexttick.local.motoserver import MotoServer
+from nexttick.local.motoserver import EmulatedState, MotoServer
 from nexttick.local.stack import _mark_snapshot_request
 from tests.support.local import client, create_table_and_rule, local_worker, moto_server
 
@@ -40,6 +42,20 @@ def clients(server: MotoServer) -> tuple[Any, Any]:
     return client("dynamodb", server), client("events", server)
 
 
+EMULATED = EmulatedState("us-east-1", DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+
+
+def take_snapshot(server: MotoServer) -> dict[str, Any]:
+    return state.snapshot(EMULATED, server.notifier.serial, journal_seq=0)
+
+
+def scan_items(dynamodb: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(TableName=DEFAULT_TABLE_NAME, ConsistentRead=True):
+        items.extend(page["Items"])
+    return sorted(items, key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+
+
 def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
     stack: tuple[MotoServer, Editor], tmp_path: Path
 ) -> None:
@@ -54,12 +70,12 @@ def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
     listed_before = [t.to_dict() for t in editor.list(limit=10).items]
     # When the state is saved, the emulator reset to nothing, its resources re-created and the state restored
     path = tmp_path / "state.json"
-    state.save(path, state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME))
+    state.save(path, take_snapshot(server))
     requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
     create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
     saved = state.load(path)
     assert saved is not None
-    restored = state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, saved, now=0)
+    restored = state.restore(EMULATED, saved, now=0)
     # Then every item, the task views, the pending order and the rule are as before; the count is of tasks
     assert restored == 4 < len(saved["items"])
     for task in (once, cron, every, gone):
@@ -70,7 +86,7 @@ def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
         == rule_before
         != "cron(0 0 1 1 ? 1970)"
     )
-    assert state.scan_items(dynamodb, DEFAULT_TABLE_NAME) == saved["items"]
+    assert scan_items(dynamodb) == saved["items"]
 
 
 def test_items_past_their_ttl_are_not_restored(stack: tuple[MotoServer, Editor], tmp_path: Path) -> None:
@@ -78,12 +94,11 @@ def test_items_past_their_ttl_are_not_restored(stack: tuple[MotoServer, Editor],
     server, editor = stack
     gone = editor.cancel(editor.schedule_in("log", 3600).id)
     kept = editor.schedule_in("log", 7200)
-    dynamodb, events = clients(server)
-    snap = state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    snap = take_snapshot(server)
     requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
     create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
     # When restored long after the retention period
-    state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, snap, now=4_000_000_000)
+    state.restore(EMULATED, snap, now=4_000_000_000)
     # Then the expired task is gone (as DynamoDB TTL would have deleted it) and the pending one is there
     assert editor.get(kept.id).status == "pending"
     with pytest.raises(Exception, match="no task"):
@@ -101,12 +116,11 @@ def test_a_restart_drops_the_stopped_processs_waiter_claim(
     now = datetime.now(UTC)
     assert store.claim_waiter(task.due, "dead-invocation", now + timedelta(minutes=5), now)
     assert store.read_rule_state().waiter_owner == "dead-invocation"
-    dynamodb, events = clients(server)
-    snap = state.snapshot(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    snap = take_snapshot(server)
     requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
     create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
     # When the state is restored into a fresh emulator
-    state.restore(dynamodb, events, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME, snap, now=now.timestamp())
+    state.restore(EMULATED, snap, now=now.timestamp())
     # Then the claim is gone (that invocation no longer exists), so the next worker may wait for the task
     after = store.read_rule_state()
     assert (after.waiter_at, after.waiter_until, after.waiter_owner) == (None, None, None)
@@ -151,5 +165,5 @@ def test_a_frozen_server_serves_only_the_snapshot(aws_credentials: None) -> None
 
         threading.Thread(target=ordinary, daemon=True).start()
         # Then the snapshot is served and the ordinary client waits
-        assert state.scan_items(marked, DEFAULT_TABLE_NAME) == []
+        assert scan_items(marked) == []
         assert not blocked.wait(0.5)
