@@ -37,7 +37,7 @@ import requests
 
 from tests.e2e.harness import NEXTTICK, REPO, LocalStackProcess, Receiver, parse_time
 
-pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow]
+pytestmark = [pytest.mark.xdist_group("local-startup-e2e"), pytest.mark.slow]
 
 START_SECONDS = 300.0  # the first start may synthesize the CDK app's template
 REFUSAL_SECONDS = 30.0  # a refused start exits within this (a refused start once hung on shutdown)
