@@ -216,7 +216,7 @@ def test_json_errors_carry_the_http_apis_codes(local: tuple[Path, Recorder, Any]
     assert error("show", "missing") == ("not_found", "id")
     assert error("cancel", "t-1", "--if-version", "7") == ("version_mismatch", "version")
     run_json(state_dir, "cancel", "t-1")
-    assert error("cancel", "t-1") == ("conflict", "status")
+    assert error("reschedule", "t-1", "--in", "5m") == ("conflict", "status")
 
 
 def test_times_read_in_the_tasks_own_zone(local: tuple[Path, Recorder, Any]) -> None:
