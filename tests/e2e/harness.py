@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -107,17 +107,18 @@ class _ReceiverHandler(BaseHTTPRequestHandler):
 class LocalStackProcess:
     """`nexttick local` in a subprocess with its own ports and state directory."""
 
-    def __init__(self, state_dir: Path, env: dict[str, str], log: Path) -> None:
+    def __init__(self, state_dir: Path, env: dict[str, str], log: Path, flags: Sequence[str] = ()) -> None:
         self.state_dir = state_dir
         self.env = env
         self.log = log
+        self.flags = list(flags)  # extra `nexttick local` flags
         self.api_url = ""  # read from local.json after each start (the stack binds a free port)
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 300.0) -> LocalStackProcess:
         handle = self.log.open("ab")
         self.process = subprocess.Popen(
-            [NEXTTICK, "local"],
+            [NEXTTICK, "local", *self.flags],
             cwd=REPO,
             env=self.env,
             stdout=handle,
