@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 
@@ -53,3 +54,16 @@ def shared_api() -> Iterator[LambdaApi]:
             editor = Editor(runtime=Runtime.build(settings))
             patch.setattr(module, "app", build_app(lambda: editor))
             yield LambdaApi(module.handler)
+
+
+@pytest.fixture
+def logs() -> Iterator[io.StringIO]:
+    """What the Powertools logger writes (its handler keeps the stream it was created with, so
+    pytest's output capture does not see it)."""
+    from nexttick.observability import logger
+
+    buffer = io.StringIO()
+    handler = logger.registered_handler
+    previous = handler.setStream(buffer)
+    yield buffer
+    handler.setStream(previous)

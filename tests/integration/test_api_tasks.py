@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
 from typing import Any
 
@@ -207,7 +208,7 @@ def test_swagger_ui_is_served_self_contained(api: LambdaApi) -> None:
 
 
 def test_handler_builds_its_editor_from_the_environment(
-    resources: Any, monkeypatch: pytest.MonkeyPatch, frozen_now: Any, capsys: pytest.CaptureFixture[str]
+    resources: Any, monkeypatch: pytest.MonkeyPatch, frozen_now: Any, logs: io.StringIO
 ) -> None:
     # Given the Lambda's environment (as the CDK stack sets it) and a fresh container
     monkeypatch.setenv("NEXTTICK_TABLE", resources.table_name)
@@ -225,7 +226,7 @@ def test_handler_builds_its_editor_from_the_environment(
     # Then both succeed against the configured table, and logs carry API Gateway's request id
     assert created.status == 201, created.body
     assert read.json()["id"] == created.json()["id"]
-    logged = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    logged = [json.loads(line) for line in logs.getvalue().splitlines()]
     requests_logged = [line for line in logged if line.get("message") == "api request"]
     assert requests_logged[-1]["correlation_id"] == api.events[-1]["requestContext"]["requestId"]
 

@@ -13,7 +13,6 @@ import pytest
 from lambdas.worker import handler as worker_handler
 from nexttick.actions import ActionConfigError
 from nexttick.config import NextTickSettings, get_settings
-from nexttick.observability import logger
 from nexttick.observability import metrics as powertools_metrics
 from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv, make_env, make_moto_atomic
 
@@ -31,16 +30,6 @@ def env(frozen_now, runtime, monkeypatch) -> Iterator[WorkerEnv]:  # type: ignor
     env = make_env(runtime, frozen_now)
     monkeypatch.setattr(worker_handler, "_deps", (env.runtime, env.registry))
     yield env
-
-
-@pytest.fixture
-def logs() -> Iterator[io.StringIO]:
-    """What the Powertools logger writes (its handler keeps the stream it was created with)."""
-    buffer = io.StringIO()
-    handler = logger.registered_handler
-    previous = handler.setStream(buffer)
-    yield buffer
-    handler.setStream(previous)
 
 
 def call(env: WorkerEnv, event: object) -> dict:
