@@ -303,6 +303,10 @@ class LocalStack:
         """Stop taking work, give delivering invocations a moment (sleeping ones hold nothing and
         are not waited for), save the state, stop the servers. Touches the state directory only if
         this stack started far enough to own it; True when the state was saved."""
+        from nexttick.worker import drain as worker_drain
+
+        # Worker invocations claim nothing more: the grace below goes to the occurrences they hold.
+        worker_drain.stop_claiming()
         if self._published:
             endpoints.remove(self.options.state_dir)
         self.phase = "closing the API and the emulated EventBridge"
@@ -322,6 +326,11 @@ class LocalStack:
                     "worker invocations still delivering at shutdown are abandoned (as at a Lambda "
                     "timeout); their occurrences run again after the claim lease"
                 )
+            # A delivery that has happened is recorded before the state is frozen (or it would run
+            # again after the restart).
+            self.phase = "recording the completions of deliveries that have finished"
+            if not worker_drain.wait_for_completions(worker_drain.COMPLETION_GRACE_SECONDS):
+                logger.warning("a completion could not be recorded before shutdown; it runs again")
         saved = False
         if self._clients is not None and self.names is not None and self.moto is not None:
             self.phase = f"saving the state to {self.state_file}"
@@ -336,6 +345,7 @@ class LocalStack:
             self.local_state.close()
         if self._lock is not None:
             self._lock.close()
+        worker_drain.resume()  # for a stack started next in this process
         return saved
 
     def stopping_status(self) -> str:

@@ -28,6 +28,7 @@ from nexttick.observability import MetricUnit, logger, metrics
 from nexttick.rulesync import Outcome
 from nexttick.runtime import Runtime
 from nexttick.store.records import Occurrence, QueueEntry, TaskRecord, TaskStatus
+from nexttick.worker import drain
 from nexttick.worker.completion import (
     MAX_ERROR_CHARS,
     Attempt,
@@ -158,8 +159,8 @@ class Worker:
                 while len(in_flight) >= pool_size:
                     done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                     self._collect(done)
-                if self.remaining() < self.margin:
-                    break
+                if self.remaining() < self.margin or drain.stopping():
+                    break  # out of time, or the process is stopping: finish what is held
                 # The invocation's log context (function, request id) follows the occurrence into the pool.
                 in_flight.add(pool.submit(contextvars.copy_context().run, self._process, entry))
                 submitted += 1
@@ -272,7 +273,8 @@ class Worker:
             attempt = self._run(task, claimed, started)
             lateness = lateness_ms
         self.hook("ran", claimed)
-        result = self._complete(claimed, task, attempt)
+        with drain.completing():  # a stopping process waits for this before freezing its store
+            result = self._complete(claimed, task, attempt)
         logger.info(
             "occurrence finished",
             extra={

@@ -1,0 +1,118 @@
+"""End to end: a clean stop records every completed delivery before it exits. Ctrl-C while the
+worker delivers a webhook, more tasks coming due meanwhile: the worker claims nothing more, the
+delivery completes during the stop and its completion is saved with the state; after a restart it
+is `succeeded` and never delivered again, and every other task is delivered exactly once (not
+again once the lease of a claim made before the stop is over)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import REPO, LocalStackProcess, rfc3339
+
+pytestmark = [pytest.mark.xdist_group("stop-e2e"), pytest.mark.slow]
+
+ANSWER_SECONDS = 2.0  # the receiver holds each delivery this long before answering 200
+LEASE_SECONDS = 10  # short, so that waiting beyond it stays short
+QUEUED = 10  # tasks due one second apart: the first is delivering when Ctrl-C comes
+STOP_SECONDS = 60.0
+
+
+class SlowReceiver(ThreadingHTTPServer):
+    """POST /hook: records the idempotency key on arrival, answers 200 after ANSWER_SECONDS."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _SlowHandler)
+        self.keys: list[str] = []
+        self.arrived = threading.Event()
+        self.answered = threading.Event()
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+class _SlowHandler(BaseHTTPRequestHandler):
+    server: SlowReceiver
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.server.keys.append(body["idempotency_key"])
+        self.server.arrived.set()
+        time.sleep(ANSWER_SECONDS)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        self.server.answered.set()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def receiver() -> Iterator[SlowReceiver]:
+    server = SlowReceiver()
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture
+def stack(tmp_path: Path, receiver: SlowReceiver) -> Iterator[LocalStackProcess]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_", "POWERTOOLS_"))}
+    env.update(
+        NEXTTICK_PORT="0",
+        NEXTTICK_STATE_DIR=str(tmp_path / "state"),
+        NEXTTICK_LEASE_SECONDS=str(LEASE_SECONDS),
+        NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
+        PYTHONPATH=str(REPO),
+    )
+    process = LocalStackProcess(tmp_path / "state", env, tmp_path / "stack.log")
+    yield process
+    process.kill()
+
+
+def test_a_delivery_completed_during_ctrl_c_is_recorded_and_never_delivered_again(
+    stack: LocalStackProcess, receiver: SlowReceiver
+) -> None:
+    # Given a worker delivering a task to a webhook that answers after two seconds, with more tasks
+    # coming due every second behind it (a worker that kept claiming them would always hold some)
+    stack.start()
+    first_due = time.time() + 3
+    for i in range(QUEUED):
+        stack.post({"action": "hook", "due": rfc3339(first_due + i), "id": f"task-{i}"})
+    assert receiver.arrived.wait(60), stack.output()[-4000:]
+    # When the user presses Ctrl-C during the delivery
+    assert stack.process is not None
+    stack.process.send_signal(signal.SIGINT)
+    # Then the stack stops cleanly, once the delivery has completed
+    assert stack.process.wait(STOP_SECONDS) == 0, stack.output()[-4000:]
+    assert receiver.answered.is_set()
+    delivered_before_stop = list(receiver.keys)
+    # And when it is started again, the delivery that happened is recorded
+    stack.start()
+    first = stack.get("task-0")
+    assert first["status"] == "succeeded" and first["runs"] == 1, (first, stack.output()[-4000:])
+    assert first["last_run"]["outcome"] == "succeeded"
+    # And every task is delivered exactly once, even after the leases of claims made before the stop
+    time.sleep(LEASE_SECONDS + ANSWER_SECONDS + 10)
+    assert Counter(receiver.keys) == Counter(set(receiver.keys)), (delivered_before_stop, receiver.keys)
+    assert len(receiver.keys) == QUEUED, stack.output()[-4000:]
+    for i in range(QUEUED):
+        task = stack.get(f"task-{i}")
+        assert task["status"] == "succeeded" and task["runs"] == 1, task
+    stack.process.send_signal(signal.SIGINT)
+    assert stack.process.wait(STOP_SECONDS) == 0
