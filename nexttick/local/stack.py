@@ -28,6 +28,7 @@ from nexttick.actions import ActionConfigError, ActionRegistry, build_registry
 from nexttick.config import NextTickSettings, get_settings
 from nexttick.local import endpoints, logs, resources, state
 from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
+from nexttick.local.keeper import LocalKeeper
 from nexttick.local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
 from nexttick.local.motoserver import FROZEN_PASS_HEADER, EmulatedState, MotoServer
 from nexttick.local.options import (
@@ -157,6 +158,7 @@ class LocalStack:
         self.endpoint: InvokeEndpoint | None = None
         self.worker: LocalFunction | None = None
         self.emulator: EventBridgeEmulator | None = None
+        self.keeper: LocalKeeper | None = None
         self.api: Any = None
         self.names: resources.StackNames | None = None
         self.restored_tasks = 0
@@ -239,6 +241,9 @@ class LocalStack:
         )
         self.moto.notifier.subscribe(self.emulator.notify)
         self.emulator.start()
+        # The keeper keeps what is written from here on; the sync invocation below covers the restore.
+        keeper = LocalKeeper.for_stack(self.moto, clients["cloudformation"], names.table, opts.region)
+        self.keeper = keeper.start()
         from nexttick.api.app import RESOURCES
         from nexttick.api.gateway import serve
 
@@ -314,6 +319,8 @@ class LocalStack:
             self.api.shutdown()
         if self.emulator is not None:
             self.emulator.stop()
+        if self.keeper is not None:
+            self.keeper.stop()
         if self.endpoint is not None:
             self.endpoint.stop()
         if self.worker is not None:
