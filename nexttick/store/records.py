@@ -94,6 +94,7 @@ class QueueEntry:
     lease_until: datetime | None = None
     lease_owner: str | None = None
     created_at: datetime | None = None
+    last_error: str | None = None  # the error that ended an abandoned claim
 
     @property
     def ref(self) -> EntryRef:

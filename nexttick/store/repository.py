@@ -302,7 +302,11 @@ class TaskStore:
 
     def claim(self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str) -> QueueEntry | None:
         """Lease an entry for one worker: succeeds only if it is unchanged and not leased (or its lease
-        expired). Returns the claimed entry, or None when another worker holds it or it is gone."""
+        expired). Returns the claimed entry, or None when another worker holds it or it is gone.
+
+        Every claim counts as an attempt, in the same conditional write: the returned entry's
+        `attempt` is this claim's, the stored one the next claim's, so an attempt that crashes or
+        fails after its action still counts."""
         q = self.models.queue
         item = q(keys.queue_pk(entry.shard), entry.key)
         condition: Condition = (
@@ -312,23 +316,45 @@ class TaskStore:
         )
         try:
             item.update(
-                actions=[q.lease_until.set(to_epoch(lease_until)), q.lease_owner.set(owner)],
+                actions=[
+                    q.lease_until.set(to_epoch(lease_until)),
+                    q.lease_owner.set(owner),
+                    q.attempt.add(1),
+                ],
                 condition=condition,
             )
         except UpdateError as exc:
             if _condition_failed(exc):
                 return None
             raise
-        return _queue_entry(item, entry.shard)
+        claimed = _queue_entry(item, entry.shard)
+        claimed.attempt -= 1
+        return claimed
+
+    def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
+        """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when
+        the entry is no longer ours: completed, cancelled, or claimed by another after a lapse."""
+        return self._update_own(entry, owner, [self.models.queue.lease_until.set(to_epoch(until))])
 
     def defer_entry(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
-        """Extend/replace our own lease (e.g. keep an entry hidden until `until`)."""
+        """Hide an entry we claimed but did not run until `until`; the claim ran nothing, so it does
+        not count as an attempt (`entry` as `claim` returned it)."""
+        q = self.models.queue
+        return self._update_own(
+            entry, owner, [q.lease_until.set(to_epoch(until)), q.attempt.set(entry.attempt)]
+        )
+
+    def abandon(self, entry: QueueEntry, owner: str, error: str) -> bool:
+        """Leave our claim with the `error` that ended it: the entry runs again after its lease, and
+        the claim that finds its attempts exhausted records this error as the occurrence's."""
+        return self._update_own(entry, owner, [self.models.queue.last_error.set(error)])
+
+    def _update_own(self, entry: QueueEntry, owner: str, actions: list[Any]) -> bool:
         q = self.models.queue
         item = q(keys.queue_pk(entry.shard), entry.key)
         try:
             item.update(
-                actions=[q.lease_until.set(to_epoch(until))],
-                condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner),
+                actions=actions, condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner)
             )
         except UpdateError as exc:
             if _condition_failed(exc):
@@ -523,4 +549,5 @@ def _queue_entry(item: QueueItem, shard: int) -> QueueEntry:
         lease_until=from_epoch(item.lease_until) if item.lease_until is not None else None,
         lease_owner=item.lease_owner,
         created_at=item.created_at,
+        last_error=item.last_error,
     )
