@@ -167,8 +167,7 @@ class Journal:
                 while view:
                     view = view[os.write(self._fd, view) :]
             except OSError:
-                os.close(self._fd)
-                self._fd = -1
+                self._fail()
                 raise
             self._seq += 1
             self._entries += 1
@@ -183,10 +182,25 @@ class Journal:
         with self._sync_lock:
             with self._lock:
                 wanted, fd = self._seq, self._fd
-            if self._synced >= wanted or fd < 0:
+            if self._synced >= wanted:
                 return
-            os.fsync(fd)
+            if fd < 0:
+                raise RuntimeError("the journal failed; entries it holds may not be durable")
+            try:
+                os.fsync(fd)
+            except OSError:
+                # After a failed fsync the kernel may drop the dirty pages and report the next one
+                # as a success: nothing after this may be acknowledged.
+                with self._lock:
+                    self._fail()
+                raise
             self._synced = max(self._synced, wanted)
+
+    def _fail(self) -> None:
+        """Close the journal for good after an I/O error (holding `_lock`)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def rotate(self) -> int:
         """Make everything appended so far durable and start a new segment; returns the last

@@ -8,6 +8,8 @@ nothing, and a new state object recovers from the same directory into the fresh 
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -303,3 +305,27 @@ def test_a_fresh_start_discards_the_snapshot_and_the_journal(running: Running) -
     # Then it started empty, and the discarded state does not come back
     assert empty[0] == [] and fresh.counter() == 0
     assert again.contents() == empty
+
+
+def test_a_write_the_journal_cannot_make_durable_is_never_acknowledged(running: Running) -> None:
+    # Given a journal whose fsync fails once (a disk error)
+    running.increment()
+    fsync = os.fsync
+    failures: list[int] = []
+
+    def failing_fsync(fd: int) -> None:
+        if not failures:
+            failures.append(fd)
+            raise OSError(errno.EIO, "I/O error")
+        fsync(fd)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", failing_fsync)
+        # When a write is made
+        with pytest.raises(ClientError, match="500"):
+            running.increment()
+    # Then neither it nor any later write is acknowledged (the kernel may have dropped the pages
+    # and would report the next fsync as a success)
+    with pytest.raises(ClientError, match="500"):
+        running.increment()
+    assert failures
