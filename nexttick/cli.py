@@ -563,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--moto-port", type=int, help="moto server port (default NEXTTICK_MOTO_PORT or a free one)"
     )
-    p.add_argument("--fresh", action="store_true", help="start empty instead of restoring the saved state")
+    p.add_argument("--fresh", action="store_true", help="start empty: discard the saved state and its journal")
     p.add_argument(
         "--no-jitter", action="store_true", help="fire the rule at second 0 with no delivery delay"
     )
