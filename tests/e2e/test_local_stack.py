@@ -36,7 +36,7 @@ from tests.e2e.harness import (
     rfc3339,
 )
 
-pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow]
+pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow, pytest.mark.timing]
 
 # One-shots over HTTP: with the other tasks over 100 deliveries, so the nearest-rank p99 is not
 # simply the maximum (one outlier on a loaded machine may exceed p99, never the max).
