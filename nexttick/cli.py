@@ -561,9 +561,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--port", type=int, help="API port (default NEXTTICK_PORT or 8000; 0 = any free port)")
     p.add_argument(
-        "--moto-port", type=int, help="moto server port (default NEXTTICK_MOTO_PORT or a free one)"
+        "--moto-port", type=int, help="moto server port (default NEXTTICK_MOTO_PORT or the API port + 1)"
     )
-    p.add_argument("--fresh", action="store_true", help="start empty: discard the saved state and its journal")
+    p.add_argument(
+        "--fresh", action="store_true", help="start empty: discard the saved state and its journal"
+    )
     p.add_argument(
         "--no-jitter", action="store_true", help="fire the rule at second 0 with no delivery delay"
     )
