@@ -12,7 +12,6 @@ import os
 import signal
 import socket
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -75,6 +74,10 @@ class StartupError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code, self.message = code, message
+
+
+class _StopRequested(Exception):
+    """Raised by the signal handler into the main thread's idle wait."""
 
 
 def synth_local_template(progress: Callable[[str], None]) -> dict[str, Any]:
@@ -400,13 +403,19 @@ def run(options: LocalOptions) -> int:
         logging.getLogger(noisy).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
     warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
-    stopping = threading.Event()
     stack = LocalStack(options)
+    # The signal handler touches no lock (an Event or a buffered print there can deadlock with the
+    # main thread holding the same lock): it sets plain flags, interrupts the idle wait by raising,
+    # and writes its status line straight to the file descriptor.
+    signals = {"stop": False, "serving": False}
 
     def on_signal(*_: Any) -> None:
-        if stopping.is_set():
-            print(f"still stopping: {stack.stopping_status()}", flush=True)
-        stopping.set()
+        if signals["stop"]:
+            os.write(sys.stdout.fileno(), f"still stopping: {stack.stopping_status()}\n".encode())
+            return
+        signals["stop"] = True
+        if signals["serving"]:
+            raise _StopRequested
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
@@ -421,8 +430,13 @@ def run(options: LocalOptions) -> int:
             print(f"error: {exc.message}", file=sys.stderr, flush=True)
             return exc.code
         print(stack.banner(), flush=True)
-        while not stopping.wait(60):
+        try:
+            signals["serving"] = True
+            while not signals["stop"]:
+                time.sleep(3600)  # idle: a signal interrupts it
+        except _StopRequested:
             pass
+        signals["serving"] = False
         print("stopping (Ctrl-C again to see what it waits for) ...", flush=True)
     finally:
         saved = stack.stop()
