@@ -1,87 +1,14 @@
-"""In-memory models of the rule protocol's world (for exhaustive enumeration), the naive
+"""An in-memory model of the rule protocol's world (for exhaustive enumeration), the naive
 "read head, then PutRule" synchroniser of the reference proof of concept, and a mutant of our
 protocol without its second head read. The last two must FAIL the interleaving tests."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from nexttick.rulesync import Outcome, RearmResult, RuleSync, WaitClaim
+from nexttick.rulesync import Outcome, RearmResult, RuleSync
 from nexttick.schedules import Timing
 from nexttick.store.records import RuleState
-
-# ------------------------------------------------------------------------------ the rule record
-
-
-@dataclass(frozen=True)
-class Record:
-    """The rule record item; every transition is one linearizable conditional write."""
-
-    armed: datetime | None = None
-    version: int = 0
-    published: int = 0
-    repaired: int | None = None
-    kicked: datetime | None = None
-    waiter_at: datetime | None = None
-    waiter_until: datetime | None = None
-    waiter_owner: str | None = None
-
-    def state(self) -> RuleState:
-        return RuleState(
-            armed_minute=self.armed,
-            version=self.version,
-            published_version=self.published,
-            repair_version=self.repaired,
-            kicked_at=self.kicked,
-            waiter_at=self.waiter_at,
-            waiter_until=self.waiter_until,
-            waiter_owner=self.waiter_owner,
-        )
-
-    def cas(self, expected: int, minute: datetime | None) -> tuple[Record, int | None]:
-        if self.version != expected:
-            return self, None
-        return replace(self, armed=minute, version=expected + 1), expected + 1
-
-    def confirm(self, version: int) -> tuple[Record, bool]:
-        if self.version != version:
-            return self, False
-        return replace(self, published=version), True
-
-    def claim_repair(self, version: int) -> tuple[Record, bool]:
-        if self.version != version or self.published == version or self.repaired == version:
-            return self, False
-        return replace(self, repaired=version), True
-
-    def claim_waiter(
-        self, at: datetime, owner: str, until: datetime, stale_before: datetime, expected: int | None
-    ) -> tuple[Record, bool]:
-        free = (
-            self.waiter_at is None
-            or self.waiter_owner == owner
-            or self.waiter_at > at
-            or (self.waiter_until is not None and self.waiter_until < at)
-            or self.waiter_at < stale_before
-        )
-        if expected is not None and not (self.version == expected == self.published):
-            free = False
-        if not free:
-            return self, False
-        return replace(self, waiter_at=at, waiter_until=until, waiter_owner=owner), True
-
-    def release_waiter(self, owner: str, at: datetime) -> tuple[Record, bool]:
-        if self.waiter_owner != owner or self.waiter_at != at:
-            return self, False
-        return replace(self, waiter_at=None, waiter_until=None, waiter_owner=None), True
-
-    def mark_kicked(self, now: datetime, not_since: datetime) -> tuple[Record, bool]:
-        if self.kicked is not None and self.kicked >= not_since:
-            return self, False
-        return replace(self, kicked=now), True
-
-
-# ------------------------------------------------------------------------------ direct models
 
 
 class FixedClock:
@@ -100,15 +27,9 @@ class ModelStore:
 
     def __init__(self) -> None:
         self.entries: dict[str, datetime] = {}
-        self.record = Record()
-
-    @property
-    def armed(self) -> datetime | None:
-        return self.record.armed
-
-    @property
-    def version(self) -> int:
-        return self.record.version
+        self.armed: datetime | None = None
+        self.version = 0
+        self.kicked: datetime | None = None
 
     def add(self, task_id: str, due: datetime) -> None:
         self.entries[task_id] = due
@@ -117,42 +38,28 @@ class ModelStore:
         self.entries.pop(task_id, None)
 
     def read_rule_state(self) -> RuleState:
-        return self.record.state()
+        return RuleState(armed_minute=self.armed, version=self.version, kicked_at=self.kicked)
 
     def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
-        self.record, result = self.record.cas(expected_version, armed_minute)
-        return result
-
-    def confirm_published(self, version: int) -> bool:
-        self.record, result = self.record.confirm(version)
-        return result
-
-    def claim_repair(self, version: int) -> bool:
-        self.record, result = self.record.claim_repair(version)
-        return result
+        if self.version != expected_version:
+            return None
+        self.armed, self.version = armed_minute, self.version + 1
+        return self.version
 
     def head(self) -> datetime | None:
         return min(self.entries.values(), default=None)
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
-        self.record, result = self.record.mark_kicked(now, not_since)
-        return result
+        if self.kicked is not None and self.kicked >= not_since:
+            return False
+        self.kicked = now
+        return True
 
-    def claim_waiter(
-        self,
-        at: datetime,
-        owner: str,
-        until: datetime,
-        stale_before: datetime,
-        *,
-        expected_version: int | None = None,
-    ) -> bool:
-        self.record, result = self.record.claim_waiter(at, owner, until, stale_before, expected_version)
-        return result
+    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool:
+        return True  # the modelled worker tail never sleeps
 
-    def release_waiter(self, owner: str, at: datetime) -> bool:
-        self.record, result = self.record.release_waiter(owner, at)
-        return result
+    def snapshot(self) -> tuple[object, ...]:
+        return (tuple(sorted(self.entries.items())), self.armed, self.version, self.kicked)
 
 
 class ModelRule:
@@ -174,6 +81,47 @@ class ModelTrigger:
 
     def wake(self, reason: str) -> None:
         self.wakes.append(reason)
+
+
+class NaiveRuleSync(RuleSync):
+    """The reference proof of concept: read the head, PutRule it. No record, no compare-and-set."""
+
+    uses_record = False
+
+    def on_task_due(self, due: datetime) -> Outcome:
+        minute = self.timing.fire_minute(due)
+        if not self.timing.armable(minute, self.clock.now()):
+            self._wake("due too soon to arm")
+            return Outcome.INVOKED
+        head = self.store.head()
+        self.rule.put(self.timing.fire_minute(head) if head else None)
+        return Outcome.ARMED
+
+    def rearm(self) -> RearmResult:
+        head = self.store.head()
+        target = self.timing.fire_minute(head) if head is not None else None
+        if target is not None and not self.timing.armable(target, self.clock.now()):
+            return RearmResult(Outcome.DUE_SOON, head, None)
+        self.rule.put(target)
+        return RearmResult(Outcome.ARMED, head, target)
+
+
+class NoRecheckRuleSync(RuleSync):
+    """Our protocol minus the worker's second head read after raising the record."""
+
+    def rearm(self) -> RearmResult:
+        while True:
+            state = self.store.read_rule_state()
+            head = self.store.head()
+            target = self.timing.fire_minute(head) if head is not None else None
+            if target is not None and not self.timing.armable(target, self.clock.now()):
+                return RearmResult(Outcome.DUE_SOON, head, state.armed_minute)
+            if state.armed_minute == target:
+                return RearmResult(Outcome.UNCHANGED, head, target)
+            if self.store.cas_rule_state(state.version, target) is None:
+                continue
+            self.publish()
+            return RearmResult(Outcome.ARMED, head, target)
 
 
 def rest_violation(
@@ -201,39 +149,3 @@ def rest_violation(
         if armed <= now - timedelta(minutes=1) and armed < earliest:
             return f"rule left on past minute {armed} while tasks are pending"
     return None
-
-
-# ------------------------------------------------------------------------------ mutants
-
-
-class NaiveRuleSync(RuleSync):
-    """The reference proof of concept: read the head, PutRule it. No record, no compare-and-set."""
-
-    uses_record = False
-
-    def on_task_due(self, due: datetime) -> Outcome:
-        minute = self.timing.fire_minute(due)
-        if not self.timing.armable(minute, self.clock.now()):
-            self._wake("due too soon to arm")
-            return Outcome.INVOKED
-        head = self.store.head()
-        self.rule.put(self.timing.fire_minute(head) if head else None)
-        return Outcome.ARMED
-
-    def rearm(self) -> RearmResult:
-        head = self.store.head()
-        target = self.timing.fire_minute(head) if head is not None else None
-        if target is not None and not self.timing.armable(target, self.clock.now()):
-            return RearmResult(Outcome.DUE_SOON, head, None)
-        self.rule.put(target)
-        return RearmResult(Outcome.ARMED, head, target)
-
-    def claim_wait(self, head: datetime, owner: str, until: datetime) -> WaitClaim:
-        return WaitClaim.CLAIMED  # every invocation sleeps for its head
-
-
-class NoRecheckRuleSync(RuleSync):
-    """Our protocol minus the worker's second head read after raising the record."""
-
-    def _recheck_head(self, head: datetime | None, target: datetime | None) -> RearmResult:
-        return RearmResult(Outcome.ARMED, head, target)

@@ -26,7 +26,6 @@ from tests.support.rule_models import (
     ModelTrigger,
     NaiveRuleSync,
     NoRecheckRuleSync,
-    Record,
     rest_violation,
 )
 
@@ -44,7 +43,7 @@ class World:
 
     def key(self) -> tuple[object, ...]:
         return (
-            (tuple(sorted(self.store.entries.items())), self.store.record),
+            self.store.snapshot(),
             self.rule.minute,
             len(self.trigger.wakes),
             tuple((name, repr(obs)) for name, obs in sorted(self.observed.items())),
@@ -58,7 +57,7 @@ def build(sync_cls: SyncFactory, editor_dues: list[datetime], queued: list[datet
     clock = FixedClock(NOW)
     for i, due in enumerate(queued):
         world.store.add(f"queued{i}", due)
-    world.store.record = Record(armed=NOW.replace(second=0), version=7, published=7)
+    world.store.armed, world.store.version = NOW.replace(second=0), 7
     world.rule.minute = world.store.armed
 
     def sync_for(name: str, step: Any) -> tuple[RuleSync, Stepped]:
