@@ -54,6 +54,13 @@ fmt: $(STAMP)
 bench: $(STAMP) ## benchmarks side by side with the baselines, written to bench/
 	$(PY) -m bench.run
 
+# Editors, workers and the keeper against moto under random crashes and faults, then every invariant
+# at rest; figures to stdout and to the Soak section of docs/reliability.md. A 60 s run is in make test.
+SOAK_SECONDS ?= 600
+.PHONY: soak
+soak: $(STAMP) ## soak test for SOAK_SECONDS (default 600) under crashes and faults; figures to docs/reliability.md
+	$(PY) -m tests.soak --seconds $(SOAK_SECONDS) --write-docs
+
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache
 

@@ -2,18 +2,24 @@
 
 EventBridge has no compare-and-set, so the truth lives in the table: the rule record says which
 minute the rule is armed for (None = the epoch). Every move writes the record with a conditional
-write first and only then touches the rule, and every PutRule is followed by a re-read of the
-record (`publish`): the last caller to PutRule has therefore put what the record says.
+write first and only then touches the rule, and every PutRule is confirmed by a conditional write
+that the record did not move across it (`publish`): the last caller to PutRule has therefore put
+what the record says, and the record tells whether its value was ever confirmed (`published`).
 
 * `on_task_due` (editor, after the task write committed): read the record; if it is already armed
-  at or before our minute nothing is written. Otherwise lower it (CAS) and publish.
+  at or before our minute nothing is written — unless that value was never confirmed, when its
+  writer may have died before its PutRule: then we publish it. Otherwise lower it (CAS), publish.
 * `rearm` (worker, after a run): read the record and the queue head, CAS the record to the head's
   minute, publish, then read the head **again** and lower for anything that appeared meanwhile.
+  A target that stopped being armable while publishing is decided again, never trusted.
+* A head too close to arm is waited for in-process by one worker (`claim_wait`). The record names
+  it and, until the first worker that runs after its wake time releases the claim, stays armed as
+  its backstop: if the sleeper dies, the rule still starts a worker about a minute later.
 
 The editor writes the task then reads the record; the worker writes the record then reads the
 tasks. With strongly consistent reads at least one of them sees the other's write, so no wake-up
 is lost (docs/architecture.md has the full argument). A minute too close to arm is not armed:
-the worker is invoked directly instead.
+the worker is invoked directly instead, unless a sleeping waiter's claim covers the task.
 """
 
 from __future__ import annotations
@@ -33,9 +39,6 @@ logger = logging.getLogger(__name__)
 
 Step = Callable[[str], None]
 
-# Margin for clock differences between invocations when trusting another worker's wake-up time.
-WAITER_SKEW = timedelta(seconds=1)
-
 
 def _no_step(_: str) -> None:
     return None
@@ -48,11 +51,25 @@ class RuleStateStore(Protocol):
 
     def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None: ...
 
+    def confirm_published(self, version: int) -> bool: ...
+
+    def claim_repair(self, version: int) -> bool: ...
+
     def head(self) -> datetime | None: ...
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
 
-    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool: ...
+    def claim_waiter(
+        self,
+        at: datetime,
+        owner: str,
+        until: datetime,
+        stale_before: datetime,
+        *,
+        expected_version: int | None = None,
+    ) -> bool: ...
+
+    def release_waiter(self, owner: str, at: datetime) -> bool: ...
 
 
 class RuleTarget(Protocol):
@@ -75,6 +92,12 @@ class Outcome(StrEnum):
     INVOKED = "invoked"  # too close to arm: the worker was invoked directly
     UNCHANGED = "unchanged"  # worker: the record already matched the head
     DUE_SOON = "due-soon"  # worker: the head is too close to arm; the caller must keep working
+
+
+class WaitClaim(StrEnum):
+    CLAIMED = "claimed"  # this invocation is the one waiter: sleep until the head
+    COVERED = "covered"  # another live waiter wakes at or before the head: this one can stop
+    MOVED = "moved"  # the record is no longer a published backstop for the head: re-arm first
 
 
 @dataclass(frozen=True)
@@ -115,27 +138,27 @@ class RuleSync:
         return self.lower(minute)
 
     def _hand_to_worker(self, due: datetime) -> Outcome:
-        """A due time too close to arm goes to a worker directly — unless a worker is already asleep
-        in-process until at or before `due` and alive past it: after waking, its head read (which
-        follows our task write in real time) finds our task. One waiter, not a herd."""
+        """A due time too close to arm goes to a worker directly, unless a waiter's claim covers it.
+        The waiter releases its claim when it wakes, before it reads the queue head, and we read the
+        claim after our task write: so that head read finds our task. If the waiter died instead,
+        the rule is armed as its backstop, and the worker that firing starts releases the claim the
+        same way. Only instants are compared (the claim's and our due time), never our clock with
+        the waiter's. One waiter, not a herd."""
         self._step("read-state")
         state = self.store.read_rule_state()
-        now = self.clock.now()
-        if (
-            state.waiter_at is not None
-            and state.waiter_until is not None
-            and now + WAITER_SKEW < state.waiter_at <= due
-            and state.waiter_until >= due + WAITER_SKEW
-        ):
+        if self._waiter_covers(state, due):
             return Outcome.COVERED
         self._wake("due too soon to arm")
         return Outcome.INVOKED
 
-    def claim_wait(self, head: datetime, owner: str, until: datetime) -> bool:
-        """Worker: become the one invocation that sleeps until `head`. False when another live
-        invocation already sleeps until an earlier or equal time (this one can stop)."""
-        self._step("claim-waiter")
-        return self.store.claim_waiter(head, owner, until, self.clock.now())
+    @staticmethod
+    def _waiter_covers(state: RuleState, due: datetime) -> bool:
+        """The record's waiter claim wakes at or before `due` and lives past it."""
+        return (
+            state.waiter_at is not None
+            and state.waiter_until is not None
+            and state.waiter_at <= due <= state.waiter_until
+        )
 
     def lower(self, minute: datetime) -> Outcome:
         """Make sure the rule fires at or before `minute` (a future, armable minute)."""
@@ -143,43 +166,141 @@ class RuleSync:
             self._step("read-state")
             state = self.store.read_rule_state()
             if state.armed_minute is not None and state.armed_minute <= minute:
+                if not state.published:
+                    return self._repair(state.version, state.armed_minute)
                 self._kick_if_stalled(state)
                 return Outcome.COVERED
             self._step("cas-state")
-            if self.store.cas_rule_state(state.version, minute) is None:
+            version = self.store.cas_rule_state(state.version, minute)
+            if version is None:
                 continue  # someone moved it first: decide again on the new value
-            self.publish()
+            self.publish(RuleState(minute, version))
             if not self.timing.armable(minute, self.clock.now()):
                 # We were too slow: the PutRule may land after the minute began. Do not rely on it.
                 self._wake("armed minute reached while publishing")
                 return Outcome.INVOKED
             return Outcome.ARMED
 
+    def _repair(self, version: int, minute: datetime) -> Outcome:
+        """The record covers our minute, but no PutRule of its value was ever confirmed: its writer
+        may have died between its CAS and its PutRule, and nothing else would publish before the
+        next re-arm. Publish it ourselves (one reader per version; the writer, if alive, does too).
+        A minute that is no longer armable goes to the worker instead of a PutRule that may land late."""
+        self._step("claim-repair")
+        if not self.store.claim_repair(version):
+            return Outcome.COVERED
+        self.publish()
+        if not self.timing.armable(minute, self.clock.now()):
+            self._wake("unconfirmed armed minute is no longer armable")
+            return Outcome.INVOKED
+        return Outcome.COVERED
+
     # ------------------------------------------------------------------ worker side
     def rearm(self) -> RearmResult:
-        """Point the rule at the queue head after a worker run (raise or lower, or the epoch)."""
+        """Point the rule at the queue head after a worker run (raise or lower, or the epoch). A head
+        too close to arm is returned as DUE_SOON for the caller to keep, with the rule armed as the
+        backstop of whoever sleeps for it."""
         while True:
             self._step("read-state")
             state = self.store.read_rule_state()
+            if state.waiter_owner is not None and state.waiter_at is not None and self._woke(state.waiter_at):
+                # The waiter's time has come: this invocation (the waiter itself, or one its
+                # backstop started) now answers for what editors left to it. Release the claim
+                # before the head read, so that read sees every task they committed meanwhile.
+                self._step("release-waiter")
+                self.store.release_waiter(state.waiter_owner, state.waiter_at)
+                continue
             self._step("read-head")
             head = self.store.head()
-            target = self.timing.fire_minute(head) if head is not None else None
-            if target is not None and not self.timing.armable(target, self.clock.now()):
-                return RearmResult(Outcome.DUE_SOON, head, state.armed_minute)
-            if state.armed_minute == target:
-                self._repair_rule(target)
-                return RearmResult(Outcome.UNCHANGED, head, target)
+            now = self.clock.now()
+            due_soon = head is not None and not self.timing.armable(self.timing.fire_minute(head), now)
+            target, backstop = self._target(state, head, due_soon, now)
+            early_enough = target is not None and backstop and self._fires_by(state.armed_minute, target, now)
+            if state.armed_minute == target or early_enough:
+                self._repair_rule(state, verify=not backstop)
+                return RearmResult(
+                    Outcome.DUE_SOON if due_soon else Outcome.UNCHANGED, head, state.armed_minute
+                )
             self._step("cas-state")
-            if self.store.cas_rule_state(state.version, target) is None:
+            version = self.store.cas_rule_state(state.version, target)
+            if version is None:
                 continue
-            self.publish()
-            # Anything committed before an editor read the old record is visible now.
-            self._step("read-head")
-            again = self.store.head()
-            if again is not None and (target is None or self.timing.fire_minute(again) < target):
-                outcome = self.on_task_due(again)
-                return RearmResult(outcome, again, self.timing.fire_minute(again))
-            return RearmResult(Outcome.ARMED, head, target)
+            self.publish(RuleState(target, version))
+            if not self._landed_in_time(target):
+                continue  # decide again: the head is kept (DUE_SOON) or armed for a later minute
+            if due_soon:
+                # Whatever happens next reads the head again (the waiter after waking, a worker it
+                # hands over to, or one its backstop starts), so no second read is needed here.
+                return RearmResult(Outcome.DUE_SOON, head, target)
+            return self._recheck_head(head, target)
+
+    def _landed_in_time(self, target: datetime | None) -> bool:
+        """Our PutRule for `target` returned while the minute was still armable. A slower one may
+        have landed after the minute began, and EventBridge never fires a minute that has passed."""
+        return target is None or self.timing.armable(target, self.clock.now())
+
+    def _recheck_head(self, head: datetime | None, target: datetime | None) -> RearmResult:
+        """After moving the record: anything committed before an editor read the old record is
+        visible now (the second head read of the store/load argument); lower for it."""
+        self._step("read-head")
+        again = self.store.head()
+        if again is not None and (target is None or self.timing.fire_minute(again) < target):
+            outcome = self.on_task_due(again)
+            return RearmResult(outcome, again, self.timing.fire_minute(again))
+        return RearmResult(Outcome.ARMED, head, target)
+
+    def _woke(self, waiter_at: datetime) -> bool:
+        """A waiter's wake time has come by our clock, give or take the stated skew bound. Early,
+        the claim is only released sooner (editors then invoke directly); late, the backstop stays
+        armed and fires once more."""
+        return waiter_at <= self.clock.now() + self.timing.clock_skew
+
+    def _target(
+        self, state: RuleState, head: datetime | None, due_soon: bool, now: datetime
+    ) -> tuple[datetime | None, bool]:
+        """The minute to arm, and whether it is a backstop: then any armable minute at or before it
+        does as well (one that fires before the sleeper wakes starts a worker that re-arms it)."""
+        target: datetime | None = None
+        backstop = False
+        if head is not None:
+            if due_soon:
+                target, backstop = self.timing.backstop_minute(head, now), True
+            else:
+                target = self.timing.fire_minute(head)
+        if state.waiter_at is not None:
+            # A claim whose wake time has not come: editors rely on it, so keep its backstop armed
+            # even when its head was cancelled or run elsewhere.
+            bound = self.timing.backstop_minute(state.waiter_at, now)
+            if target is None or bound < target:
+                target, backstop = bound, True
+        return target, backstop
+
+    def _fires_by(self, armed: datetime | None, minute: datetime, now: datetime) -> bool:
+        """The rule armed for `armed` fires at or before `minute` (it is still armable)."""
+        return armed is not None and armed <= minute and self.timing.armable(armed, now)
+
+    def claim_wait(self, head: datetime, owner: str, until: datetime) -> WaitClaim:
+        """Worker, after `rearm` returned DUE_SOON: become the one invocation that sleeps until `head`.
+        Claimed only while the record is a published backstop for `head`, so editors that skip the
+        direct invoke for this claim still get a worker if this invocation dies in its sleep."""
+        while True:
+            self._step("read-state")
+            state = self.store.read_rule_state()
+            now = self.clock.now()
+            stale_before = now - self.timing.clock_skew
+            if (
+                state.waiter_owner not in (None, owner)
+                and self._waiter_covers(state, head)
+                and state.waiter_at is not None
+                and state.waiter_at >= stale_before
+            ):
+                return WaitClaim.COVERED
+            backstop = self.timing.backstop_minute(head, now)
+            if not (state.published and self._fires_by(state.armed_minute, backstop, now)):
+                return WaitClaim.MOVED
+            self._step("claim-waiter")
+            if self.store.claim_waiter(head, owner, until, stale_before, expected_version=state.version):
+                return WaitClaim.CLAIMED
 
     def sync(self) -> RearmResult:
         """Re-derive everything from the table and force the rule to match (deploys, `nexttick sync`)."""
@@ -187,29 +308,41 @@ class RuleSync:
         state = self.store.read_rule_state()
         self._step("cas-state")
         # Bump the version even when the minute is unchanged: forces publishers to re-confirm.
-        if self.store.cas_rule_state(state.version, state.armed_minute) is None:
+        version = self.store.cas_rule_state(state.version, state.armed_minute)
+        if version is None:
             return self.sync()
-        self.publish()
+        self.publish(RuleState(state.armed_minute, version))
         return self.rearm()
 
     # ------------------------------------------------------------------ shared
-    def publish(self) -> None:
-        """PutRule what the record says, until the record is unchanged across our PutRule."""
+    def publish(self, written: RuleState | None = None) -> None:
+        """PutRule what the record says, until the record is unchanged across our PutRule: the
+        confirmation is a conditional write of the version put, which also tells later readers
+        that this value reached the rule. `written`: what our own CAS just wrote (no read needed
+        first; if the record moved since, the confirmation fails and we read)."""
+        before = written
         while True:
-            self._step("read-state")
-            before = self.store.read_rule_state()
+            if before is None:
+                self._step("read-state")
+                before = self.store.read_rule_state()
             self._step("put-rule")
             self.rule.put(before.armed_minute)
-            self._step("read-state")
-            after = self.store.read_rule_state()
-            if after.version == before.version:
+            self._step("confirm-published")
+            if self.store.confirm_published(before.version):
                 return
+            before = None
 
-    def _repair_rule(self, minute: datetime | None) -> None:
-        """The record already says `minute`; if the rule itself drifted (crash between CAS and
-        PutRule, a deploy that reset it), publish again."""
+    def _repair_rule(self, state: RuleState, *, verify: bool) -> None:
+        """The record already says what we want. Publish it if no PutRule of it was ever confirmed
+        (a writer died between CAS and PutRule); with `verify`, also if the rule itself drifted
+        (DescribeRule: a deploy reset it, a late PutRule of an older value)."""
+        if not state.published:
+            self.publish()
+            return
+        if not verify:
+            return
         self._step("read-rule")
-        if self.rule.current() != minute:
+        if self.rule.current() != state.armed_minute:
             logger.warning("rule drifted from its record; re-publishing")
             self.publish()
 

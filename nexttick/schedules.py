@@ -110,6 +110,10 @@ class Timing:
     precision: Precision = Precision.SECOND
     delivery_margin_seconds: int = 10
     settle_seconds: int = 10
+    # The stated bound on how far any host's clock may be from AWS's (and so from any other host's
+    # by twice that). Armability relies on it (settle_seconds covers it plus PutRule propagation);
+    # so does a worker taking over from a waiter whose wake time has come.
+    clock_skew_seconds: int = 5
 
     @property
     def lead(self) -> timedelta:
@@ -131,6 +135,23 @@ class Timing:
     def armable(self, minute: datetime, now: datetime) -> bool:
         """True when a PutRule now for `minute` is sure to fire: a future minute, far enough away."""
         return minute > floor_minute(now) and (minute - now).total_seconds() >= self.settle_seconds
+
+    @property
+    def clock_skew(self) -> timedelta:
+        return timedelta(seconds=self.clock_skew_seconds)
+
+    def backstop_minute(self, wake: datetime, now: datetime) -> datetime:
+        """The earliest minute that starts at or after `wake` and is armable at `now`. Armed while a
+        worker sleeps until `wake`, it fires only after that wake, so if the sleeper died a worker
+        still starts within about a minute of it."""
+        one = timedelta(minutes=1)
+        start = floor_minute(wake)
+        if start < wake:
+            start += one
+        minute = max(start, floor_minute(now) + one)
+        while not self.armable(minute, now):  # at most once more: settle_seconds < 60
+            minute += one
+        return minute
 
 
 def rule_expression(minute: datetime | None) -> str:

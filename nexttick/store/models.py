@@ -88,6 +88,8 @@ class RuleStateItem(Model):
     sk = UnicodeAttribute(range_key=True, attr_name=SORT_KEY)
     armed_at = NumberAttribute(default=0)  # epoch seconds of the armed minute; 0 = epoch expression
     version = NumberAttribute(default=0)
+    published = NumberAttribute(default=0)  # the last version a PutRule was confirmed for
+    repaired = NumberAttribute(null=True)  # the version a reader took it upon itself to publish
     kicked_at = NumberAttribute(null=True)
     waiter_at = NumberAttribute(null=True)  # epoch seconds the waiting worker wakes at
     waiter_until = NumberAttribute(null=True)  # epoch seconds the waiting worker is alive until

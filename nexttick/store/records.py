@@ -116,9 +116,20 @@ class RuleState:
 
     armed_minute: datetime | None
     version: int = 0
+    # The last version whose value a PutRule was confirmed for (the record did not move across it).
+    published_version: int = 0
+    # The version a reader took it upon itself to publish (its writer may have died before PutRule).
+    repair_version: int | None = None
     kicked_at: datetime | None = None
     # The one worker invocation sleeping in-process for a due-soon head: wakes at `waiter_at`,
-    # alive until `waiter_until` (its Lambda deadline).
+    # alive until `waiter_until` (its Lambda deadline). Released by the first worker that runs at or
+    # after `waiter_at` (the waiter itself, or the one its backstop firing started).
     waiter_at: datetime | None = None
     waiter_until: datetime | None = None
     waiter_owner: str | None = None
+
+    @property
+    def published(self) -> bool:
+        """The rule was confirmed to hold this record's value (not just a CAS whose writer may have
+        died before its PutRule)."""
+        return self.published_version == self.version

@@ -429,6 +429,8 @@ class TaskStore:
         return RuleState(
             armed_minute=from_epoch(armed) if armed else None,
             version=int(item.version or 0),
+            published_version=int(item.published or 0),
+            repair_version=int(item.repaired) if item.repaired is not None else None,
             kicked_at=from_epoch(item.kicked_at) if item.kicked_at else None,
             waiter_at=from_epoch(item.waiter_at) if item.waiter_at else None,
             waiter_until=from_epoch(item.waiter_until) if item.waiter_until else None,
@@ -452,27 +454,64 @@ class TaskStore:
             raise
         return expected_version + 1
 
-    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool:
-        """Become the one worker sleeping for a due-soon head at `at`. Succeeds if there is no waiter,
-        we are it, the current one wakes later than `at`, has already woken, or will be gone by `at`."""
+    def confirm_published(self, version: int) -> bool:
+        """Record that a PutRule of the value at `version` has returned, if the record is still at
+        `version` (the publish loop's confirmation; False: it moved meanwhile, publish again)."""
         r = self.models.rule
-        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        return self._update_rule([r.published.set(version)], r.version == version)
+
+    def claim_repair(self, version: int) -> bool:
+        """Take it upon the caller to publish the record at `version`, whose PutRule was never
+        confirmed (its writer may have died before it). One caller per version wins."""
+        r = self.models.rule
         condition = (
+            (r.version == version)
+            & (r.published.does_not_exist() | (r.published != version))
+            & (r.repaired.does_not_exist() | (r.repaired != version))
+        )
+        return self._update_rule([r.repaired.set(version)], condition)
+
+    def claim_waiter(
+        self,
+        at: datetime,
+        owner: str,
+        until: datetime,
+        stale_before: datetime,
+        *,
+        expected_version: int | None = None,
+    ) -> bool:
+        """Become the one worker sleeping for a due-soon head at `at`, alive until `until`. Succeeds if
+        there is no waiter, we are it, the current one wakes later than `at`, will be gone by `at`, or
+        should have woken before `stale_before` (it died: waiters release their claim on waking).
+        With `expected_version`: only while the record is still at that version, published."""
+        r = self.models.rule
+        condition: Condition = (
             r.waiter_at.does_not_exist()
             | (r.waiter_owner == owner)
             | (r.waiter_at > to_epoch(at))
-            | (r.waiter_at <= to_epoch(now))
             | (r.waiter_until < to_epoch(at))
+            | (r.waiter_at < to_epoch(stale_before))
         )
+        if expected_version is not None:
+            condition = condition & (r.version == expected_version) & (r.published == expected_version)
+        actions = [
+            r.waiter_at.set(to_epoch(at)),
+            r.waiter_until.set(to_epoch(until)),
+            r.waiter_owner.set(owner),
+        ]
+        return self._update_rule(actions, condition)
+
+    def release_waiter(self, owner: str, at: datetime) -> bool:
+        """Remove the waiter claim of `owner` for `at` (and nothing newer)."""
+        r = self.models.rule
+        actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
+        return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
+
+    def _update_rule(self, actions: list[Any], condition: Condition) -> bool:
+        """One conditional UpdateItem of the rule record; False when its condition failed."""
+        item = self.models.rule(RULE_STATE_PK, RULE_STATE_SK)
         try:
-            item.update(
-                actions=[
-                    r.waiter_at.set(to_epoch(at)),
-                    r.waiter_until.set(to_epoch(until)),
-                    r.waiter_owner.set(owner),
-                ],
-                condition=condition,
-            )
+            item.update(actions=actions, condition=condition)
         except UpdateError as exc:
             if _condition_failed(exc):
                 return False
@@ -482,17 +521,8 @@ class TaskStore:
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         """Claim the right to kick a stalled worker (at most once per window, across editors)."""
         r = self.models.rule
-        item = r(RULE_STATE_PK, RULE_STATE_SK)
-        try:
-            item.update(
-                actions=[r.kicked_at.set(to_epoch(now))],
-                condition=r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since)),
-            )
-        except UpdateError as exc:
-            if _condition_failed(exc):
-                return False
-            raise
-        return True
+        condition = r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since))
+        return self._update_rule([r.kicked_at.set(to_epoch(now))], condition)
 
 
 def _task_record(item: Any) -> TaskRecord:

@@ -7,7 +7,8 @@ One invocation:
    (its lease renewed meanwhile, `LeaseKeeper`), and completed;
 2. passes repeat while they find work; then `rule_sync.rearm()` points the rule at the head;
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
-   to the exact instant) when the remaining time allows, otherwise the worker re-invokes itself;
+   to the exact instant) when the remaining time allows, by the one invocation that claims the wait
+   (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
    action timeout plus a few seconds), so no run is cut off with the rule on a past minute.
 """
@@ -25,7 +26,7 @@ from typing import Any
 
 from nexttick.actions import ActionRegistry, Delivery
 from nexttick.observability import MetricUnit, logger, metrics
-from nexttick.rulesync import Outcome
+from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
 from nexttick.store.records import Occurrence, QueueEntry, TaskRecord, TaskStatus
 from nexttick.worker import drain
@@ -139,8 +140,12 @@ class Worker:
                         self._sleep(usable)
                         continue
                     return self._reinvoke("next due time is beyond this invocation")
-                if not self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline):
+                claim = self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline)
+                if claim is WaitClaim.COVERED:
                     return self._finish("covered", "another invocation is waiting for an earlier time")
+                if claim is WaitClaim.MOVED:
+                    continue  # the record moved since the re-arm: re-arm before sleeping
+                wait_seconds = (rearm.head - self.clock.now()).total_seconds()
                 self._sleep(wait_seconds if wait_seconds > 0 else MIN_WAIT_SECONDS)
 
     def remaining(self) -> float:

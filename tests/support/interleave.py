@@ -1,11 +1,19 @@
-"""Forcing interleavings: actors run in threads and park before every external operation; a chooser
-decides which parked actor takes its next step. Only one actor runs at a time, so a schedule is a
-list of choices and is exactly reproducible."""
+"""Forcing interleavings, two ways.
+
+* `Interleaver`: actors run in threads and park before every external operation; a chooser decides
+  which parked actor takes its next step. Only one actor runs at a time, so a schedule is a list of
+  choices and is exactly reproducible. For real code against moto.
+* `replay_step`: no threads. An actor's program is re-run from its start for every step, each
+  operation it already performed answering from its log; the first new one is performed, the next
+  parks it. An actor's state is therefore just its log, so a model checker can copy, compare and
+  branch whole system states cheaply (tests/support/rule_models.py).
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 Step = Callable[[str], None]
@@ -117,3 +125,75 @@ class Stepped:
             return result
 
         return call
+
+
+# ---------------------------------------------------------------------------------- replay stepping
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operation an actor is about to perform (its name and arguments)."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+
+
+class Parked(BaseException):
+    """Unwinds an actor's program at its next scheduling point (a BaseException: no `except
+    Exception` in the code under test can swallow it)."""
+
+
+class Replay:
+    """One run of an actor's program. Operations already in `log` return their logged result with no
+    effect; the first new scheduled operation is performed (`perform`), and the next one parks the
+    program. Unscheduled operations (reading a clock) are performed whenever reached and logged too,
+    so every replay sees the values the first run saw."""
+
+    def __init__(self, log: tuple[Any, ...], perform: Callable[[Op, int], Any], *, may_perform: bool) -> None:
+        self.results = list(log)
+        self._position = 0
+        self._perform = perform
+        self._may_perform = may_perform
+        self.parked_at: Op | None = None
+
+    def call(self, name: str, *args: Any, scheduled: bool = True) -> Any:
+        if self._position < len(self.results):
+            self._position += 1
+            return self.results[self._position - 1]
+        op = Op(name, args)
+        if scheduled:
+            if not self._may_perform:
+                self.parked_at = op
+                raise Parked
+            self._may_perform = False
+        result = self._perform(op, len(self.results))
+        self.results.append(result)
+        self._position += 1
+        return result
+
+
+@dataclass(frozen=True)
+class StepResult:
+    log: tuple[Any, ...]
+    parked_at: Op | None  # None: the program returned (or raised `error`)
+    error: BaseException | None = None
+
+
+def replay_step(
+    program: Callable[[Replay], Any],
+    log: tuple[Any, ...],
+    perform: Callable[[Op, int], Any],
+    *,
+    may_perform: bool,
+) -> StepResult:
+    """Re-run `program` through `log`, perform at most one new scheduled operation (`perform` gets
+    it and its position in the log), and park it at the next (`may_perform=False`: only run up to
+    its first scheduling point)."""
+    replay = Replay(log, perform, may_perform=may_perform)
+    try:
+        program(replay)
+    except Parked:
+        return StepResult(tuple(replay.results), replay.parked_at)
+    except Exception as exc:  # the program under test failed: reported, never swallowed
+        return StepResult(tuple(replay.results), None, exc)
+    return StepResult(tuple(replay.results), None)

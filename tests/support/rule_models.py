@@ -1,14 +1,120 @@
-"""An in-memory model of the rule protocol's world (for exhaustive enumeration), the naive
-"read head, then PutRule" synchroniser of the reference proof of concept, and a mutant of our
-protocol without its second head read. The last two must FAIL the interleaving tests."""
+"""In-memory models of the rule protocol's world.
+
+* Direct models (`ModelStore`, `ModelRule`, `ModelTrigger`, `FixedClock`): plain objects with the
+  DynamoDB items' linearizable semantics, for tests that call RuleSync directly.
+* The model checker (`Scenario`, `check`): editors, workers (the real `Worker.run` loop over a model
+  queue), the keeper and EventBridge are actors whose every AWS call is a scheduling point; a model
+  clock advances; any actor may crash after any of its steps; PutRules are slow (sent, then landed,
+  with anything in between) and land in any order; every actor's clock is off by a bounded skew.
+  `check` explores every schedule within a scenario's budgets, depth first, each distinct state
+  once, and reports what violates I1 (every committed task runs, on time) and I2 (the rule at rest).
+* Mutants: the protocol with one defect put back. Each must be caught by some scenario.
+
+What the model leaves out is written down in docs/architecture.md ("What the model checks").
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import logging
+import os
+import random
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from nexttick.rulesync import Outcome, RearmResult, RuleSync
+from nexttick.config import Precision
+from nexttick.rulesync import Outcome, RearmResult, RuleSync, WaitClaim
+from nexttick.runtime import Runtime
 from nexttick.schedules import Timing
 from nexttick.store.records import RuleState
+from nexttick.worker.loop import RunReport, Worker
+from tests.support.interleave import Op, Replay, replay_step
+
+TIMING = Timing(precision=Precision.SECOND)
+# The long run (`NEXTTICK_MODEL_SOAK=1`): larger scenarios and budgets than the suite can afford.
+SOAK = os.environ.get("NEXTTICK_MODEL_SOAK") == "1"
+BASE = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)  # model time 0
+S = timedelta(seconds=1)
+M = timedelta(minutes=1)
+
+
+def at(seconds: float) -> datetime:
+    """The model instant `seconds` after BASE."""
+    return BASE + timedelta(seconds=seconds)
+
+
+# ------------------------------------------------------------------------------ the rule record
+
+
+@dataclass(frozen=True)
+class Record:
+    """The rule record item; every transition is one linearizable conditional write."""
+
+    armed: datetime | None = None
+    version: int = 0
+    published: int = 0
+    repaired: int | None = None
+    kicked: datetime | None = None
+    waiter_at: datetime | None = None
+    waiter_until: datetime | None = None
+    waiter_owner: str | None = None
+
+    def state(self) -> RuleState:
+        return RuleState(
+            armed_minute=self.armed,
+            version=self.version,
+            published_version=self.published,
+            repair_version=self.repaired,
+            kicked_at=self.kicked,
+            waiter_at=self.waiter_at,
+            waiter_until=self.waiter_until,
+            waiter_owner=self.waiter_owner,
+        )
+
+    def cas(self, expected: int, minute: datetime | None) -> tuple[Record, int | None]:
+        if self.version != expected:
+            return self, None
+        return replace(self, armed=minute, version=expected + 1), expected + 1
+
+    def confirm(self, version: int) -> tuple[Record, bool]:
+        if self.version != version:
+            return self, False
+        return replace(self, published=version), True
+
+    def claim_repair(self, version: int) -> tuple[Record, bool]:
+        if self.version != version or self.published == version or self.repaired == version:
+            return self, False
+        return replace(self, repaired=version), True
+
+    def claim_waiter(
+        self, at: datetime, owner: str, until: datetime, stale_before: datetime, expected: int | None
+    ) -> tuple[Record, bool]:
+        free = (
+            self.waiter_at is None
+            or self.waiter_owner == owner
+            or self.waiter_at > at
+            or (self.waiter_until is not None and self.waiter_until < at)
+            or self.waiter_at < stale_before
+        )
+        if expected is not None and not (self.version == expected == self.published):
+            free = False
+        if not free:
+            return self, False
+        return replace(self, waiter_at=at, waiter_until=until, waiter_owner=owner), True
+
+    def release_waiter(self, owner: str, at: datetime) -> tuple[Record, bool]:
+        if self.waiter_owner != owner or self.waiter_at != at:
+            return self, False
+        return replace(self, waiter_at=None, waiter_until=None, waiter_owner=None), True
+
+    def mark_kicked(self, now: datetime, not_since: datetime) -> tuple[Record, bool]:
+        if self.kicked is not None and self.kicked >= not_since:
+            return self, False
+        return replace(self, kicked=now), True
+
+
+# ------------------------------------------------------------------------------ direct models
 
 
 class FixedClock:
@@ -27,9 +133,15 @@ class ModelStore:
 
     def __init__(self) -> None:
         self.entries: dict[str, datetime] = {}
-        self.armed: datetime | None = None
-        self.version = 0
-        self.kicked: datetime | None = None
+        self.record = Record()
+
+    @property
+    def armed(self) -> datetime | None:
+        return self.record.armed
+
+    @property
+    def version(self) -> int:
+        return self.record.version
 
     def add(self, task_id: str, due: datetime) -> None:
         self.entries[task_id] = due
@@ -38,28 +150,42 @@ class ModelStore:
         self.entries.pop(task_id, None)
 
     def read_rule_state(self) -> RuleState:
-        return RuleState(armed_minute=self.armed, version=self.version, kicked_at=self.kicked)
+        return self.record.state()
 
     def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
-        if self.version != expected_version:
-            return None
-        self.armed, self.version = armed_minute, self.version + 1
-        return self.version
+        self.record, result = self.record.cas(expected_version, armed_minute)
+        return result
+
+    def confirm_published(self, version: int) -> bool:
+        self.record, result = self.record.confirm(version)
+        return result
+
+    def claim_repair(self, version: int) -> bool:
+        self.record, result = self.record.claim_repair(version)
+        return result
 
     def head(self) -> datetime | None:
         return min(self.entries.values(), default=None)
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
-        if self.kicked is not None and self.kicked >= not_since:
-            return False
-        self.kicked = now
-        return True
+        self.record, result = self.record.mark_kicked(now, not_since)
+        return result
 
-    def claim_waiter(self, at: datetime, owner: str, until: datetime, now: datetime) -> bool:
-        return True  # the modelled worker tail never sleeps
+    def claim_waiter(
+        self,
+        at: datetime,
+        owner: str,
+        until: datetime,
+        stale_before: datetime,
+        *,
+        expected_version: int | None = None,
+    ) -> bool:
+        self.record, result = self.record.claim_waiter(at, owner, until, stale_before, expected_version)
+        return result
 
-    def snapshot(self) -> tuple[object, ...]:
-        return (tuple(sorted(self.entries.items())), self.armed, self.version, self.kicked)
+    def release_waiter(self, owner: str, at: datetime) -> bool:
+        self.record, result = self.record.release_waiter(owner, at)
+        return result
 
 
 class ModelRule:
@@ -81,47 +207,6 @@ class ModelTrigger:
 
     def wake(self, reason: str) -> None:
         self.wakes.append(reason)
-
-
-class NaiveRuleSync(RuleSync):
-    """The reference proof of concept: read the head, PutRule it. No record, no compare-and-set."""
-
-    uses_record = False
-
-    def on_task_due(self, due: datetime) -> Outcome:
-        minute = self.timing.fire_minute(due)
-        if not self.timing.armable(minute, self.clock.now()):
-            self._wake("due too soon to arm")
-            return Outcome.INVOKED
-        head = self.store.head()
-        self.rule.put(self.timing.fire_minute(head) if head else None)
-        return Outcome.ARMED
-
-    def rearm(self) -> RearmResult:
-        head = self.store.head()
-        target = self.timing.fire_minute(head) if head is not None else None
-        if target is not None and not self.timing.armable(target, self.clock.now()):
-            return RearmResult(Outcome.DUE_SOON, head, None)
-        self.rule.put(target)
-        return RearmResult(Outcome.ARMED, head, target)
-
-
-class NoRecheckRuleSync(RuleSync):
-    """Our protocol minus the worker's second head read after raising the record."""
-
-    def rearm(self) -> RearmResult:
-        while True:
-            state = self.store.read_rule_state()
-            head = self.store.head()
-            target = self.timing.fire_minute(head) if head is not None else None
-            if target is not None and not self.timing.armable(target, self.clock.now()):
-                return RearmResult(Outcome.DUE_SOON, head, state.armed_minute)
-            if state.armed_minute == target:
-                return RearmResult(Outcome.UNCHANGED, head, target)
-            if self.store.cas_rule_state(state.version, target) is None:
-                continue
-            self.publish()
-            return RearmResult(Outcome.ARMED, head, target)
 
 
 def rest_violation(
@@ -149,3 +234,1049 @@ def rest_violation(
         if armed <= now - timedelta(minutes=1) and armed < earliest:
             return f"rule left on past minute {armed} while tasks are pending"
     return None
+
+
+# ------------------------------------------------------------------------------ mutants
+
+
+class NaiveRuleSync(RuleSync):
+    """The reference proof of concept: read the head, PutRule it. No record, no compare-and-set."""
+
+    uses_record = False
+
+    def on_task_due(self, due: datetime) -> Outcome:
+        minute = self.timing.fire_minute(due)
+        if not self.timing.armable(minute, self.clock.now()):
+            self._wake("due too soon to arm")
+            return Outcome.INVOKED
+        head = self.store.head()
+        self.rule.put(self.timing.fire_minute(head) if head else None)
+        return Outcome.ARMED
+
+    def rearm(self) -> RearmResult:
+        head = self.store.head()
+        target = self.timing.fire_minute(head) if head is not None else None
+        if target is not None and not self.timing.armable(target, self.clock.now()):
+            return RearmResult(Outcome.DUE_SOON, head, None)
+        self.rule.put(target)
+        return RearmResult(Outcome.ARMED, head, target)
+
+    def claim_wait(self, head: datetime, owner: str, until: datetime) -> WaitClaim:
+        return WaitClaim.CLAIMED  # every invocation sleeps for its head
+
+
+class NoRecheckRuleSync(RuleSync):
+    """Our protocol minus the worker's second head read after raising the record."""
+
+    def _recheck_head(self, head: datetime | None, target: datetime | None) -> RearmResult:
+        return RearmResult(Outcome.ARMED, head, target)
+
+
+class NoSettleCheckRuleSync(RuleSync):
+    """`rearm` trusts its PutRule however late it returned (defect: a minute that began while
+    publishing is left armed, and its head stranded)."""
+
+    def _landed_in_time(self, target: datetime | None) -> bool:
+        return True
+
+
+class NeverRaiseRuleSync(RuleSync):
+    """After a run, `rearm` never moves the record later than it is (defect: the rule stays on the
+    minute that fired, and editors whose minutes are later believe they are covered)."""
+
+    def _target(
+        self, state: RuleState, head: datetime | None, due_soon: bool, now: datetime
+    ) -> tuple[datetime | None, bool]:
+        target, backstop = super()._target(state, head, due_soon, now)
+        later = state.armed_minute is not None and (target is None or target > state.armed_minute)
+        if later and not due_soon:
+            return state.armed_minute, False
+        return target, backstop
+
+
+class ClockWaiterRuleSync(RuleSync):
+    """The waiter as it was: an editor skips the invoke when, by its own clock, the waiter has not
+    woken yet (1 s margin), and nothing marks the wake-up in the record."""
+
+    def _hand_to_worker(self, due: datetime) -> Outcome:
+        state = self.store.read_rule_state()
+        now = self.clock.now()
+        skew = timedelta(seconds=1)
+        if (
+            state.waiter_at is not None
+            and state.waiter_until is not None
+            and now + skew < state.waiter_at <= due
+            and state.waiter_until >= due + skew
+        ):
+            return Outcome.COVERED
+        self._wake("due too soon to arm")
+        return Outcome.INVOKED
+
+    def _woke(self, waiter_at: datetime) -> bool:
+        return False
+
+
+class NoBackstopRuleSync(RuleSync):
+    """Nothing keeps the rule armed while a worker sleeps for a due-soon head (defect: a waiter that
+    dies takes every task it covered with it)."""
+
+    def _target(
+        self, state: RuleState, head: datetime | None, due_soon: bool, now: datetime
+    ) -> tuple[datetime | None, bool]:
+        if due_soon:
+            return state.armed_minute, False
+        return (self.timing.fire_minute(head) if head is not None else None), False
+
+    def claim_wait(self, head: datetime, owner: str, until: datetime) -> WaitClaim:
+        stale_before = self.clock.now() - self.timing.clock_skew
+        if self.store.claim_waiter(head, owner, until, stale_before):
+            return WaitClaim.CLAIMED
+        return WaitClaim.COVERED
+
+
+class NoRepairRuleSync(RuleSync):
+    """`lower` trusts a record that covers its minute even when no PutRule of it was confirmed
+    (defect: a writer that died between its CAS and its PutRule leaves the rule behind for good)."""
+
+    def _repair(self, version: int, minute: datetime) -> Outcome:
+        return Outcome.COVERED
+
+
+# ------------------------------------------------------------------------------ the model checker
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    due: datetime
+    key: Hashable  # the queue entry it points at
+    token: str
+    status: str = "pending"  # pending | done | cancelled
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class EntryItem:
+    task_id: str
+    run_at: datetime
+    token: str
+    created: datetime
+    lease_until: datetime | None = None
+
+    def effective_at(self) -> datetime:
+        leased = self.lease_until is not None and self.lease_until > self.run_at
+        return self.lease_until if leased and self.lease_until is not None else self.run_at
+
+
+@dataclass(frozen=True)
+class RuleCell:
+    """The EventBridge rule: its minute, and whether the PutRule that set it landed early enough
+    for EventBridge to fire it (a minute that began, or is about to, is never fired)."""
+
+    minute: datetime | None = None
+    fires: bool = False
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    name: str
+    kind: str  # editor | worker | keeper
+    program: Callable[[Replay, Scenario, ActorSpec], Any]
+    args: tuple[Any, ...] = ()
+    skew: float = 0.0  # seconds this actor's clock is ahead (negative: behind)
+    retry: ActorSpec | None = None  # what starts again if it crashes (a client retry, a Lambda retry)
+    retry_after: float = 0.0
+
+
+@dataclass(frozen=True)
+class ActorState:
+    spec: ActorSpec
+    log: tuple[Any, ...] = ()
+    keys: tuple[Hashable, ...] = ()
+    parked: Op | None = None
+    status: str = "ready"  # ready | done | crashed (done and crashed actors leave the state)
+
+    def key(self) -> Hashable:
+        return (self.spec.name, self.spec.args, self.spec.skew, self.status, self.parked, self.keys)
+
+
+@dataclass
+class World:
+    """Everything shared: the table (tasks, entries, rule record), the rule, in-flight PutRules,
+    what ran when, the keeper's unhandled stream records and pending invocations."""
+
+    time: datetime
+    tasks: dict[str, TaskItem] = field(default_factory=dict)
+    entries: dict[Hashable, EntryItem] = field(default_factory=dict)
+    record: Record = Record()
+    rule: RuleCell = RuleCell()
+    in_flight: dict[str, datetime | None] = field(default_factory=dict)  # PutRules sent, by sender
+    fired: frozenset[datetime] = frozenset()
+    runs: tuple[tuple[str, datetime], ...] = ()
+    jobs: tuple[tuple[Any, ...], ...] = ()
+    spawns: tuple[tuple[datetime, ActorSpec], ...] = ()
+    crashes: int = 0
+    ticks: int = 0
+    dead: frozenset[str] = frozenset()  # actors that crashed (their PutRule may still be in flight)
+    keeper: bool = False  # the table's stream feeds a keeper (else nothing records its records)
+    worker_skew: float = 0.0  # the clock of every worker EventBridge or an invoke starts
+
+    def clone(self) -> World:
+        copy = object.__new__(World)
+        copy.__dict__.update(self.__dict__)
+        copy.tasks, copy.entries, copy.in_flight = dict(self.tasks), dict(self.entries), dict(self.in_flight)
+        return copy
+
+    def key(self) -> Hashable:
+        return (
+            self.time,
+            frozenset(self.tasks.items()),
+            frozenset(self.entries.items()),
+            self.record,
+            self.rule,
+            frozenset(self.in_flight.items()),
+            self.fired,
+            self.runs,
+            self.jobs,
+            frozenset((when, spec.name) for when, spec in self.spawns),
+            self.crashes,
+            self.ticks,
+            self.dead,
+        )
+
+    def head(self) -> datetime | None:
+        return min((e.effective_at() for e in self.entries.values()), default=None)
+
+    def stream(self, record: tuple[Any, ...]) -> None:
+        """A change the table's stream delivers to the keeper (when there is one). Kept as a sorted
+        multiset: the keeper handles a batch as a whole, so arrival order does not matter."""
+        if self.keeper:
+            self.jobs = tuple(sorted((*self.jobs, record)))
+
+    def pending(self) -> list[tuple[str, TaskItem]]:
+        return [(i, t) for i, t in self.tasks.items() if t.status == "pending"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One bounded world to explore. Times are seconds after BASE (09:00:00)."""
+
+    start: float
+    plans: tuple[Plan, ...]
+    horizon: float  # model time at which the run is judged
+    queued: tuple[tuple[str, float], ...] = ()  # tasks committed and armed before the start
+    armed: float | None = None  # the record's (and the rule's) minute at the start, published
+    fired: bool = False  # the armed minute has already fired
+    protocol: type[RuleSync] = RuleSync
+    crashes: int = 0  # crash budget: how many actors may die (after any of their steps)
+    crashable: tuple[str, ...] = ("editor", "worker", "keeper")  # actor kinds (or names) that may
+    retries: bool = True  # Lambda retries an asynchronous invocation that died (False: the local
+    # stack's restart, an event dropped after its last retry)
+    ticks: int = 0  # how often time may pass while some actor could still step
+    tick_seconds: float = 10.0
+    fire_offset: float = 30.0  # seconds into its minute at which EventBridge delivers a firing
+    keeper: bool = False
+    orphan_puts: bool = False  # a dead actor's PutRule in flight may still land before time moves
+    fresh_entry_keys: bool = True  # every entry write has its own key, and puts only if it is free
+    worker_skew: float = 0.0  # seconds the clocks of the workers it starts are ahead (behind)
+    late_bound: float = TIMING.clock_skew_seconds  # lateness allowed when nobody crashed
+    crash_late_bound: float = 240.0  # ... and when someone did
+    max_ops: int = 400  # per actor: more means it spins
+    max_states: int = 2_000_000  # a search that grows beyond this is cut short (and fails)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An actor the scenario starts at `start` (seconds after BASE)."""
+
+    kind: str  # create | reschedule | cancel | fired | invoked
+    start: float
+    task_id: str = ""
+    due: float = 0.0
+    skew: float = 0.0
+    retry: bool = False  # a create whose client retries it (same id) if the editor dies
+    attempt: int = 1  # a second request for the same task (a client that did not wait for the first)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-{self.task_id}" + (f"#{self.attempt}" if self.attempt > 1 else "")
+
+
+# ---- views: what the code under test calls; every call is one operation of the actor
+
+
+class ClockView:
+    def __init__(self, replay: Replay) -> None:
+        self._replay = replay
+
+    def now(self) -> datetime:
+        result: datetime = self._replay.call("now", scheduled=False)
+        return result
+
+    def sleep(self, seconds: float) -> None:
+        self._replay.call("sleep_until", self.now() + timedelta(seconds=max(seconds, 0.0)))
+
+
+class StoreView:
+    """RuleStateStore plus the few task/queue operations the model's editors and worker make."""
+
+    def __init__(self, replay: Replay) -> None:
+        self._call = replay.call
+
+    def read_rule_state(self) -> RuleState:
+        return self._call("read_rule_state")  # type: ignore[no-any-return]
+
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
+        return self._call("cas_rule_state", expected_version, armed_minute)  # type: ignore[no-any-return]
+
+    def confirm_published(self, version: int) -> bool:
+        return self._call("confirm_published", version)  # type: ignore[no-any-return]
+
+    def claim_repair(self, version: int) -> bool:
+        return self._call("claim_repair", version)  # type: ignore[no-any-return]
+
+    def head(self) -> datetime | None:
+        return self._call("head")  # type: ignore[no-any-return]
+
+    def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
+        return self._call("try_mark_kicked", now, not_since)  # type: ignore[no-any-return]
+
+    def claim_waiter(
+        self,
+        at: datetime,
+        owner: str,
+        until: datetime,
+        stale_before: datetime,
+        *,
+        expected_version: int | None = None,
+    ) -> bool:
+        return self._call("claim_waiter", at, owner, until, stale_before, expected_version)  # type: ignore[no-any-return]
+
+    def release_waiter(self, owner: str, at: datetime) -> bool:
+        return self._call("release_waiter", owner, at)  # type: ignore[no-any-return]
+
+    def run(self, task_id: str) -> None:
+        self._call("run", task_id, scheduled=False)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Task and queue operations (put_entry, insert_task, get_task, replace_task, delete_entry,
+        due_keys, claim_entry, complete, keeper_take, keeper_done)."""
+        return lambda *args: self._call(name, *args)
+
+
+class RuleView:
+    """A PutRule is sent with the step before it (sending commutes with everything) and lands as a
+    step of its own, when the call returns: anything can happen in between, including other
+    PutRules landing first."""
+
+    def __init__(self, replay: Replay) -> None:
+        self._call = replay.call
+
+    def put(self, minute: datetime | None) -> None:
+        self._call("put_land", self._call("put_send", minute, scheduled=False))
+
+    def current(self) -> datetime | None:
+        return self._call("describe")  # type: ignore[no-any-return]
+
+
+class TriggerView:
+    def __init__(self, replay: Replay) -> None:
+        self._call = replay.call
+
+    def wake(self, reason: str) -> None:
+        self._call("invoke", reason)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    pool_size: int = 4
+    page_size: int = 100
+    lease_seconds: int = 60
+    retention_days: int = 7
+
+
+@dataclass(frozen=True)
+class _Registry:
+    max_timeout_seconds: float = 10.0
+
+
+SETTINGS = _Settings()
+_RNG = random.Random(0)  # the model's completions draw no jitter; this saves seeding one per replay
+WORKER_SECONDS = 300.0  # the worker Lambda's timeout in the model
+STALE_ENTRY_AGE = timedelta(minutes=5)
+
+
+def _runtime(replay: Replay, scenario: Scenario) -> Runtime:
+    clock = ClockView(replay)
+    store, rule, trigger = StoreView(replay), RuleView(replay), TriggerView(replay)
+    sync = scenario.protocol(store, rule, trigger, TIMING, clock)  # type: ignore[arg-type]
+    return Runtime(SETTINGS, store, rule, trigger, sync, clock)  # type: ignore[arg-type]
+
+
+class ModelWorker(Worker):
+    """The real run loop (re-arm, claim the wait, sleep, hand over) over the model queue: a pass
+    claims each due entry (lease + task check in one step), runs it, and completes it."""
+
+    def _pass(self, pool: Any, pool_size: int) -> bool:
+        self.report.passes += 1
+        now = self.clock.now()
+        ran = False
+        for key in self.store.due_keys(now):
+            if self.remaining() < self.margin:
+                break
+            task_id = self.store.claim_entry(key, now, now + self.lease)
+            if task_id is None:
+                continue  # contended, stale (deleted) or deferred (a write in flight)
+            self.store.run(task_id)  # with the claim: recording a run commutes with everything
+            self.store.complete(task_id, key)
+            ran = True
+        return ran
+
+    def _finish(self, outcome: str, reason: str | None = None) -> RunReport:
+        self.report.outcome = outcome
+        return self.report
+
+
+def worker_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    rt = _runtime(replay, scenario)
+    worker = ModelWorker(rt, _Registry(), owner=spec.name, remaining_ms=WORKER_SECONDS * 1000, rng=_RNG)  # type: ignore[arg-type]
+    worker.run()
+
+
+def create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    """Editor create: entry, then task (only if the id is free), then the rule sync. A repeat of an
+    existing id (the client retrying) removes its own entry and syncs the existing task again."""
+    task_id, due = spec.args
+    rt = _runtime(replay, scenario)
+    store: Any = rt.store
+    token = spec.name  # a fresh token for every attempt
+    fresh = scenario.fresh_entry_keys
+    key = (due, task_id, token) if fresh else (due, task_id)
+    store.put_entry(key, task_id, due, token, fresh)
+    if not store.insert_task(task_id, due, key, token):
+        store.delete_entry(key, token)
+        existing = store.get_task(task_id)
+        if existing is not None and existing.status == "pending":
+            rt.rule_sync.on_task_due(existing.due)
+        return
+    rt.rule_sync.on_task_due(due)
+
+
+def reschedule_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    """Editor reschedule: new entry, task (compare-and-set), delete the old entry, rule sync."""
+    task_id, due = spec.args
+    rt = _runtime(replay, scenario)
+    store: Any = rt.store
+    current = store.get_task(task_id)
+    if current is None or current.status != "pending":
+        return
+    token = spec.name
+    key = (due, task_id, token)
+    store.put_entry(key, task_id, due, token, True)
+    updated = replace(current, due=due, key=key, token=token, version=current.version + 1)
+    if not store.replace_task(task_id, current.version, updated):
+        store.delete_entry(key, token)
+        return
+    store.delete_entry(current.key, current.token)
+    rt.rule_sync.on_task_due(due)
+
+
+def cancel_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    """Editor cancel: task (compare-and-set, cancelled), then delete its entry."""
+    (task_id,) = spec.args
+    store: Any = StoreView(replay)
+    current = store.get_task(task_id)
+    if current is None or current.status != "pending":
+        return
+    if store.replace_task(task_id, current.version, replace(current, status="cancelled")):
+        store.delete_entry(current.key, current.token)
+
+
+def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    """The keeper's contract (nexttick/keeper.py), on the unhandled stream records: `confirm` after a
+    rule-record move; `on_task_due` for the earliest newly scheduled due time too close to arm and
+    the earliest armable one. Records are dropped only after it finished (a crash: delivered again)."""
+    rt = _runtime(replay, scenario)
+    store: Any = rt.store
+    jobs = store.keeper_take()
+    if any(job[0] == "rule" for job in jobs):
+        rt.rule_sync.confirm()
+    dues = sorted(job[1] for job in jobs if job[0] == "due")
+    now = rt.clock.now()
+    close = [d for d in dues if not TIMING.armable(TIMING.fire_minute(d), now)]
+    armable = [d for d in dues if TIMING.armable(TIMING.fire_minute(d), now)]
+    for due in close[:1] + armable[:1]:
+        rt.rule_sync.on_task_due(due)
+    store.keeper_done(jobs)
+
+
+PROGRAMS: dict[str, Callable[[Replay, Scenario, ActorSpec], Any]] = {
+    "create": create_program,
+    "reschedule": reschedule_program,
+    "cancel": cancel_program,
+}
+
+
+def _freeze(value: Any) -> Hashable:
+    if isinstance(value, RuleState):
+        return (
+            value.armed_minute,
+            value.version,
+            value.published_version,
+            value.repair_version,
+            value.kicked_at,
+            value.waiter_at,
+            value.waiter_until,
+            value.waiter_owner,
+        )
+    return value  # type: ignore[no-any-return]
+
+
+# ---- the world's side of every operation
+
+
+def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
+    """Apply one operation of `spec`'s actor to `world` (linearizable, like the real items).
+    `position` (the operation's place in the actor's log) names what it starts, so that the same
+    history always gives the same names."""
+    name, args, now = op.name, op.args, world.time
+    if name == "now":
+        return now + timedelta(seconds=spec.skew)
+    if name == "sleep_until":
+        return None
+    if name == "read_rule_state":
+        return world.record.state()
+    if name == "cas_rule_state":
+        world.record, result = world.record.cas(*args)
+        if result is not None:
+            world.stream(("rule",))
+        return result
+    if name == "confirm_published":
+        world.record, result = world.record.confirm(*args)
+        return result
+    if name == "claim_repair":
+        world.record, result = world.record.claim_repair(*args)
+        return result
+    if name == "claim_waiter":
+        world.record, result = world.record.claim_waiter(*args)
+        return result
+    if name == "release_waiter":
+        world.record, result = world.record.release_waiter(*args)
+        return result
+    if name == "try_mark_kicked":
+        world.record, result = world.record.mark_kicked(*args)
+        return result
+    if name == "head":
+        return world.head()
+    if name == "put_send":
+        world.in_flight[spec.name] = args[0]  # one at a time: the call returns when it landed
+        return spec.name
+    if name == "put_land":
+        _land(world, args[0])
+        return None
+    if name == "describe":
+        return world.rule.minute
+    if name == "invoke":
+        world.spawns += ((now, _worker_spec(world, f"{spec.name}>{position}", retries=2)),)
+        return None
+    return _queue_op(world, spec, name, args)
+
+
+def _land(world: World, sender: str) -> None:
+    minute = world.in_flight.pop(sender)
+    settle = timedelta(seconds=TIMING.settle_seconds - TIMING.clock_skew_seconds)
+    world.rule = RuleCell(minute, minute is not None and minute - world.time >= settle)
+
+
+def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -> Any:
+    now = world.time
+    if name == "put_entry":
+        key, task_id, run_at, token, conditional = args
+        if conditional and key in world.entries:
+            return False
+        world.entries[key] = EntryItem(task_id, run_at, token, now)
+        return True
+    if name == "insert_task":
+        task_id, due, key, token = args
+        if task_id in world.tasks:
+            return False
+        world.tasks[task_id] = TaskItem(due, key, token)
+        world.stream(("due", due))
+        return True
+    if name == "get_task":
+        return world.tasks.get(args[0])
+    if name == "replace_task":
+        task_id, expected, item = args
+        current = world.tasks.get(task_id)
+        if current is None or current.version != expected:
+            return False
+        world.tasks[task_id] = item
+        if item.status == "pending" and item.due != current.due:
+            world.stream(("due", item.due))
+        return True
+    if name == "delete_entry":
+        key, token = args
+        entry = world.entries.get(key)
+        if entry is None or entry.token != token:
+            return False
+        del world.entries[key]
+        return True
+    if name == "due_keys":
+        (until,) = args
+        due = [(e.run_at, repr(k), k) for k, e in world.entries.items() if e.run_at <= until]
+        return tuple(k for _, _, k in sorted(due) if not _leased(world.entries[k], until))
+    if name == "claim_entry":
+        key, claim_now, lease_until = args
+        entry = world.entries.get(key)
+        if entry is None or _leased(entry, claim_now):
+            return None  # contended
+        task = world.tasks.get(entry.task_id)
+        if task is None:
+            if now - entry.created >= STALE_ENTRY_AGE:
+                del world.entries[key]
+            else:  # a create still in flight, or one that died: hidden for a while
+                world.entries[key] = replace(entry, lease_until=entry.created + STALE_ENTRY_AGE)
+            return None
+        if task.status != "pending" or task.token != entry.token:
+            del world.entries[key]  # superseded
+            return None
+        world.entries[key] = replace(entry, lease_until=lease_until)
+        return entry.task_id
+    if name == "run":
+        world.runs = tuple(sorted((*world.runs, (args[0], now))))
+        return None
+    if name == "complete":
+        task_id, key = args
+        entry = world.entries.pop(key, None)
+        task = world.tasks[task_id]
+        if entry is not None and task.status == "pending" and task.token == entry.token:
+            world.tasks[task_id] = replace(task, status="done", version=task.version + 1)
+        return None
+    if name == "keeper_take":
+        return world.jobs
+    if name == "keeper_done":
+        remaining = list(world.jobs)
+        for record in args[0]:
+            remaining.remove(record)
+        world.jobs = tuple(remaining)
+        return None
+    raise AssertionError(f"unknown model operation {name}")
+
+
+def _leased(entry: EntryItem, now: datetime) -> bool:
+    return entry.lease_until is not None and entry.lease_until > now
+
+
+def _worker_spec(world: World, name: str, *, retries: int) -> ActorSpec:
+    skew = world.worker_skew
+    retry = _retry_worker(name, retries, skew) if retries else None
+    return ActorSpec(name, "worker", worker_program, (), skew, retry, retry_after=60.0)
+
+
+def _retry_worker(name: str, retries: int, skew: float) -> ActorSpec:
+    """Lambda retries an asynchronous invocation that failed (about a minute later)."""
+    again = _retry_worker(name + "'", retries - 1, skew) if retries > 1 else None
+    return ActorSpec(name + "'", "worker", worker_program, (), skew, again, retry_after=60.0)
+
+
+# ---- exploration
+
+
+@dataclass(frozen=True)
+class Node:
+    world: World
+    actors: tuple[ActorState, ...]
+    trace: tuple[Any, ...] | None = None  # (move, parent trace): a persistent list
+
+
+@dataclass
+class Result:
+    states: int = 0
+    violations: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    def first(self) -> str:
+        """The first violation and the schedule that led to it."""
+        problem, trace = self.violations[0]
+        if len(trace) > 150:
+            trace = [*trace[:30], f"... {len(trace) - 130} moves ...", *trace[-100:]]
+        return problem + "\n  " + "\n  ".join(trace)
+
+
+def _trace(node: Node) -> list[str]:
+    """The schedule that led to `node`, one line per move: time, move, actor, its operation."""
+    steps: list[str] = []
+    trace = node.trace
+    while trace is not None:
+        when, kind, name, op = trace[0]
+        line = f"{when:%H:%M:%S} {kind} {name}".rstrip()
+        if op is not None:
+            line += f": {op.name}{_short(op.args)}"
+        steps.append(line)
+        trace = trace[1]
+    return steps[::-1]
+
+
+class Checker:
+    """Depth-first search over the schedules of one scenario (each distinct state expanded once).
+
+    At every state the moves are: any ready actor takes its next step (or takes it and then dies,
+    within the crash budget), time passes (within the tick budget), a dead actor's PutRule lands
+    (with `orphan_puts`). When no actor can step, time jumps to the next event (a sleeper's wake, a
+    firing, a Lambda retry) and a run ends when nothing is left before the horizon: then it is judged."""
+
+    def __init__(self, scenario: Scenario, *, max_violations: int = 1) -> None:
+        self.scenario = scenario
+        self.max_violations = max_violations
+        self.result = Result()
+
+    # -- the initial state
+    def initial(self) -> Node | None:
+        sc = self.scenario
+        world = World(time=at(sc.start), keeper=sc.keeper, worker_skew=sc.worker_skew)
+        for task_id, due in sc.queued:
+            key, token = (at(due), task_id, f"{task_id}.0"), f"{task_id}.0"
+            world.entries[key] = EntryItem(task_id, at(due), token, world.time)
+            world.tasks[task_id] = TaskItem(at(due), key, token)
+        if sc.armed is not None:
+            minute = at(sc.armed)
+            world.record = Record(armed=minute, version=1, published=1)
+            world.rule = RuleCell(minute, fires=True)
+            if sc.fired:
+                world.fired = frozenset({minute})
+        for plan in sc.plans:
+            world.spawns += ((at(plan.start), self._plan_spec(world, plan)),)
+        return self._settle(Node(world, ()))
+
+    def _plan_spec(self, world: World, plan: Plan) -> ActorSpec:
+        if plan.kind in ("fired", "invoked"):
+            spec = _worker_spec(world, f"{plan.kind}@{plan.start:g}", retries=2)
+            return replace(spec, skew=plan.skew)
+        name, program = plan.name, PROGRAMS[plan.kind]
+        if plan.kind == "cancel":
+            return ActorSpec(name, "editor", program, (plan.task_id,), plan.skew)
+        args = (plan.task_id, at(plan.due))
+        retry = ActorSpec(name + "'", "editor", program, args, plan.skew) if plan.retry else None
+        return ActorSpec(name, "editor", program, args, plan.skew, retry)
+
+    # -- moves
+    def moves(self, node: Node) -> list[tuple[str, str]]:
+        sc, world = self.scenario, node.world
+        moves: list[tuple[str, str]] = []
+        for actor in node.actors:
+            if actor.status == "ready" and self._enabled(world, actor):
+                moves.append(("step", actor.spec.name))
+                if world.crashes < sc.crashes and {actor.spec.kind, actor.spec.name} & set(sc.crashable):
+                    moves.append(("crash", actor.spec.name))
+        if moves and world.ticks < sc.ticks:
+            moves.append(("tick", ""))
+        if sc.orphan_puts:
+            moves += [("land", sender) for sender in world.in_flight if sender in world.dead]
+        return moves
+
+    @staticmethod
+    def _enabled(world: World, actor: ActorState) -> bool:
+        op = actor.parked
+        if op is not None and op.name == "sleep_until":
+            return bool(world.time + timedelta(seconds=actor.spec.skew) >= op.args[0])
+        return True
+
+    def apply(self, node: Node, move: tuple[str, str]) -> Node | None:
+        kind, name = move
+        world = node.world.clone()
+        actors = list(node.actors)
+        label: tuple[Any, ...] = (world.time, kind, name, None)
+        if kind == "tick":
+            world.ticks += 1
+            step = world.time + timedelta(seconds=self.scenario.tick_seconds)
+            nxt = self._next_event(world, actors)
+            self._advance(world, step if nxt is None else min(step, nxt))
+        elif kind == "land":
+            _land(world, name)
+        else:
+            index = next(i for i, a in enumerate(actors) if a.spec.name == name)
+            actor = actors[index]
+            label = (world.time, kind, name, actor.parked)
+            stepped = self._step(world, actor, node)
+            if stepped is None:
+                return None
+            if kind == "crash":
+                if stepped.status != "ready":
+                    return None  # it finished: the same as the plain step
+                world.crashes += 1
+                self._after_crash(world, stepped)
+                stepped = replace(stepped, status="crashed")
+            if stepped.status == "ready":
+                actors[index] = stepped
+            else:  # what an actor did lives on in the world; its log no longer matters
+                del actors[index]
+        return self._settle(Node(world, tuple(actors), (label, node.trace)))
+
+    def _step(
+        self, world: World, actor: ActorState, node: Node | None, *, first: bool = False
+    ) -> ActorState | None:
+        spec = actor.spec
+        outcome = replay_step(
+            lambda replay: spec.program(replay, self.scenario, spec),
+            actor.log,
+            lambda op, position: perform(world, spec, op, position),
+            may_perform=not first,
+        )
+        if outcome.error is not None:
+            self._violation(f"{spec.name} raised {outcome.error!r}", node)
+            return None
+        if len(outcome.log) > self.scenario.max_ops:
+            self._violation(f"{spec.name} spins: over {self.scenario.max_ops} operations", node)
+            return None
+        keys = actor.keys + tuple(_freeze(r) for r in outcome.log[len(actor.log) :])
+        status = "ready" if outcome.parked_at is not None else "done"
+        return ActorState(spec, outcome.log, keys, outcome.parked_at, status)
+
+    def _after_crash(self, world: World, actor: ActorState) -> None:
+        world.dead |= {actor.spec.name}
+        if not self.scenario.orphan_puts:
+            world.in_flight.pop(actor.spec.name, None)  # the request never reached EventBridge
+        retry = actor.spec.retry
+        if retry is not None and (actor.spec.kind == "editor" or self.scenario.retries):
+            world.spawns += ((world.time + timedelta(seconds=actor.spec.retry_after), retry),)
+
+    def _next_event(self, world: World, actors: list[ActorState] | tuple[ActorState, ...]) -> datetime | None:
+        times = [when for when, _ in world.spawns]
+        for actor in actors:
+            if actor.status == "ready" and actor.parked is not None and actor.parked.name == "sleep_until":
+                times.append(actor.parked.args[0] - timedelta(seconds=actor.spec.skew))
+        firing = self._firing(world)
+        if firing is not None:
+            times.append(firing)
+        later = [t for t in times if t > world.time]
+        return min(later) if later else None
+
+    def _firing(self, world: World) -> datetime | None:
+        rule = world.rule
+        if rule.minute is None or not rule.fires or rule.minute in world.fired:
+            return None
+        return rule.minute + timedelta(seconds=self.scenario.fire_offset)
+
+    def _settle(self, node: Node) -> Node | None:
+        """Start whatever is due at the current instant: a firing, invocations, the keeper."""
+        world, actors = node.world, list(node.actors)
+        firing = self._firing(world)
+        if firing is not None and firing <= world.time and world.rule.minute is not None:
+            world.fired |= {world.rule.minute}
+            name = f"fired@{world.rule.minute:%H:%M}"
+            world.spawns += ((world.time, _worker_spec(world, name, retries=2)),)
+        due = [spec for when, spec in world.spawns if when <= world.time]
+        world.spawns = tuple((when, spec) for when, spec in world.spawns if when > world.time)
+        if world.jobs and not any(a.spec.kind == "keeper" for a in actors):
+            due.append(ActorSpec("keeper", "keeper", keeper_program))
+        for spec in due:
+            primed = self._step(world, ActorState(spec), node, first=True)
+            if primed is None:
+                return None
+            if primed.status == "ready":
+                actors.append(primed)
+        return Node(world, tuple(actors), node.trace)
+
+    # -- judging
+    def _violation(self, problem: str, node: Node | None) -> None:
+        self.result.violations.append((problem, _trace(node) if node is not None else []))
+
+    def judge(self, node: Node) -> str | None:
+        """At the end of a run: every committed task ran, on time (I1), and the rule is at rest:
+        equal to the record and armed in time for whatever is still pending (I2)."""
+        sc, world = self.scenario, node.world
+        horizon = at(sc.horizon)
+        # Time that passed while an actor was slow delays what it was doing by as much.
+        late_bound = (sc.crash_late_bound if world.crashes else sc.late_bound) + world.ticks * sc.tick_seconds
+        live = bool(node.actors)
+        for task_id, task in sorted(world.tasks.items()):
+            runs = [t for i, t in world.runs if i == task_id]
+            if task.status == "cancelled":
+                continue
+            if not runs and task.due + timedelta(seconds=late_bound) >= horizon:
+                minute = TIMING.fire_minute(task.due)
+                if not live and not (world.rule.fires and world.rule.minute and world.rule.minute <= minute):
+                    return f"lost wake-up: {task_id} needs minute {minute:%H:%M}; {_describe(world)}"
+                continue
+            if not runs:
+                return f"lost: {task_id} (due {task.due:%H:%M:%S}) never ran; {_describe(world)}"
+            late = (min(runs) - task.due).total_seconds()
+            if late > late_bound:
+                return f"late: {task_id} ran {late:.0f} s after its due time; {_describe(world)}"
+            if late < -TIMING.clock_skew_seconds:
+                return f"early: {task_id} ran {-late:.0f} s before its due time"
+            if len(runs) > 1 and not world.crashes:
+                return f"ran twice: {task_id}, and nobody crashed"
+        at_rest = not live and not world.in_flight and getattr(sc.protocol, "uses_record", True)
+        if at_rest and world.rule.minute != world.record.armed:
+            return f"at rest the rule says {world.rule.minute} but the record {world.record.armed}"
+        return None
+
+    # -- the search
+    def run(self) -> Result:
+        """Depth first, with sleep sets: after exploring move `a` from a state, a sibling move `b`
+        that commutes with `a` (no shared item, or both only read it) leaves `a` asleep in `b`'s
+        subtree, since `b; a` reaches the state `a; b` already did. A state seen before is explored
+        again only for the moves its earlier visit left asleep (sleep sets with state caching)."""
+        visited: dict[int, frozenset[tuple[str, str]]] = {}
+        frames: list[_Frame] = []
+        logging.getLogger("nexttick").setLevel(logging.ERROR)  # a drifted rule is logged in earnest
+
+        def push(node: Node | None, sleep: frozenset[tuple[str, str]]) -> None:
+            if node is None:
+                return
+            key = hash((node.world.key(), frozenset(a.key() for a in node.actors)))
+            moves = self.moves(node)
+            if key in visited:
+                before = visited[key]
+                if before <= sleep:
+                    return
+                todo = [m for m in moves if m in before and m not in sleep]
+                visited[key] = before & sleep
+            else:
+                visited[key] = sleep
+                todo = [m for m in moves if m not in sleep]
+                if not moves:
+                    self._idle(node, push)
+                    return
+            frames.append(_Frame(node, sleep, todo))
+
+        push(self.initial(), frozenset())
+        while frames and len(self.result.violations) < self.max_violations:
+            if len(visited) > self.scenario.max_states:
+                self._violation(f"search cut short at {len(visited)} states", None)
+                break
+            frame = frames[-1]
+            if not frame.todo:
+                frames.pop()
+                continue
+            move = frame.todo.pop(0)
+            child = self.apply(frame.node, move)
+            asleep = frame.sleep | frozenset(frame.done)
+            frame.done.append(move)
+            push(child, frozenset(m for m in asleep if self._independent(frame.node, m, move)))
+        self.result.states = len(visited)
+        return self.result
+
+    def _idle(self, node: Node, push: Callable[[Node | None, frozenset[tuple[str, str]]], None]) -> None:
+        """No actor can step: jump to the next event, or judge the run."""
+        nxt = self._next_event(node.world, node.actors)
+        if nxt is None and node.world.pending():
+            # The past-minute check: nothing will ever happen again, yet tasks are pending (the rule
+            # is on a minute that fired, or will not fire, and no worker will run).
+            self._violation(f"stalled: tasks pending, no worker will run; {_describe(node.world)}", node)
+        elif nxt is None or nxt > at(self.scenario.horizon):
+            problem = self.judge(node)
+            if problem is not None:
+                self._violation(problem, node)
+        else:
+            world = node.world.clone()
+            self._advance(world, nxt)
+            push(self._settle(Node(world, node.actors, node.trace)), frozenset())
+
+    def _advance(self, world: World, to: datetime) -> None:
+        """Time passes. A dead actor's PutRule that has not landed by now never will: a request
+        reaches EventBridge within moments of being sent, or not at all."""
+        world.time = to
+        for sender in [s for s in world.in_flight if s in world.dead]:
+            del world.in_flight[sender]
+
+    def _independent(self, node: Node, a: tuple[str, str], b: tuple[str, str]) -> bool:
+        """Moves `a` and `b` commute from `node`: different actors whose next operations share no
+        item that either writes (appends to the keeper's batch commute, as do runs and PutRule sends)."""
+        if a[1] == b[1] or "tick" in (a[0], b[0]) or ("crash" == a[0] == b[0]):
+            return False
+        first, second = self._access(node, a), self._access(node, b)
+        return not any(item in second and _conflict(mode, second[item]) for item, mode in first.items())
+
+    def _access(self, node: Node, move: tuple[str, str]) -> dict[str, str]:
+        kind, name = move
+        if kind == "land":
+            return {"rule": "w"}
+        actor = next(a for a in node.actors if a.spec.name == name)
+        return _touches(actor.parked, keeper=node.world.keeper)
+
+
+@dataclass
+class _Frame:
+    node: Node
+    sleep: frozenset[tuple[str, str]]
+    todo: list[tuple[str, str]]
+    done: list[tuple[str, str]] = field(default_factory=list)
+
+
+_RECORD_WRITES = {
+    "cas_rule_state",
+    "confirm_published",
+    "claim_repair",
+    "claim_waiter",
+    "release_waiter",
+    "try_mark_kicked",
+}
+
+
+def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
+    """The items an operation reads ("r"), writes ("w") or appends to ("a")."""
+    if op is None:
+        return {}
+    name, args = op.name, op.args
+    jobs = {"jobs": "a"} if keeper else {}
+    if name == "read_rule_state":
+        return {"record": "r"}
+    if name == "cas_rule_state":
+        return {"record": "w", **jobs}
+    if name in _RECORD_WRITES:
+        return {"record": "w"}
+    if name in ("head", "due_keys"):
+        return {"queue": "r"}
+    if name in ("put_entry", "delete_entry"):
+        return {"queue": "w"}
+    if name == "claim_entry":
+        return {"queue": "w", f"task:{args[0][1]}": "r"}
+    if name == "complete":
+        return {"queue": "w", f"task:{args[0]}": "w"}
+    if name == "get_task":
+        return {f"task:{args[0]}": "r"}
+    if name in ("insert_task", "replace_task"):
+        return {f"task:{args[0]}": "w", **jobs}
+    if name == "put_land":
+        return {"rule": "w"}
+    if name == "describe":
+        return {"rule": "r"}
+    if name == "keeper_take":
+        return {"jobs": "r"}
+    if name == "keeper_done":
+        return {"jobs": "w"}
+    return {}  # put_send, invoke, run, sleep_until: private, or appends that commute
+
+
+def _conflict(a: str, b: str) -> bool:
+    """Two accesses to one item do not commute unless both read, both append, or one appends and
+    the other removes what it read before (the keeper's batch)."""
+    return {a, b} not in ({"r"}, {"a"}, {"a", "w"})
+
+
+def check(scenario: Scenario, *, max_violations: int = 1) -> Result:
+    return Checker(scenario, max_violations=max_violations).run()
+
+
+def _short(args: tuple[Any, ...]) -> str:
+    return f"({', '.join(_show(a) for a in args)})" if args else ""
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.strftime("%H:%M:%S")
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_show(v) for v in value) + ")"
+    if isinstance(value, TaskItem):
+        return f"task(due {_show(value.due)}, {value.token}, {value.status}, v{value.version})"
+    return repr(value)
+
+
+def _describe(world: World) -> str:
+    rule = world.rule
+    armed = world.record.armed
+    return (
+        f"at {world.time:%H:%M:%S} the rule is at {rule.minute and rule.minute.strftime('%H:%M')}"
+        f"{'' if rule.fires else ' (will not fire)'}, the record at {armed and armed.strftime('%H:%M')}"
+        f", waiter {world.record.waiter_owner}"
+    )
