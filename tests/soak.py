@@ -58,8 +58,7 @@ from tests.support.invariants import InvariantReport, Ledger, check_invariants
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
-# Per AWS call. Lost responses are left out by default: they hit a known product bug (README of the
-# report, docs/reliability.md "Known gaps"); `--faults ...,lost-response` puts them back.
+# Per AWS call.
 DEFAULT_RATES: dict[Kind, float] = {
     Kind.THROTTLE: 0.010,
     Kind.SERVER_ERROR: 0.010,
@@ -67,8 +66,8 @@ DEFAULT_RATES: dict[Kind, float] = {
     Kind.THROTTLE_RETRIED: 0.002,
     Kind.SLOW: 0.010,
     Kind.TIMEOUT: 0.005,
+    Kind.LOST_RESPONSE: 0.005,
 }
-LOST_RESPONSE_RATE = 0.005
 CRASH_RATE = 0.008
 FAULT_DELAYS = (1.0, 20.0)
 # Recurring tasks every few minutes keep a worker awake (each next run too close to arm the rule for
@@ -580,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=30.0, help="virtual seconds per real second")
     parser.add_argument("--editors", type=int, default=3)
     parser.add_argument(
-        "--faults", default=None, help="comma-separated kinds (default: all but lost-response)"
+        "--faults", default=None, help="comma-separated kinds (default: all)"
     )
     parser.add_argument("--no-keeper", action="store_true", help="the mutant: nothing consumes the stream")
     parser.add_argument(
@@ -596,8 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.faults is not None:
         kinds = [Kind(name.strip()) for name in args.faults.split(",") if name.strip()]
-        rates = {**DEFAULT_RATES, Kind.LOST_RESPONSE: LOST_RESPONSE_RATE}
-        config.rates = {kind: rates[kind] for kind in kinds if kind in rates}
+        config.rates = {kind: DEFAULT_RATES[kind] for kind in kinds if kind in DEFAULT_RATES}
         config.crash_rate = CRASH_RATE if Kind.CRASH in kinds else 0.0
     result = run_soak(config)
     if args.write_docs:

@@ -76,8 +76,8 @@ class StartupError(Exception):
         self.code, self.message = code, message
 
 
-class _StopRequested(Exception):
-    """Raised by the signal handler into the main thread's idle wait."""
+# How often the idle main thread looks for a stop request (a stop starts at most this late).
+STOP_POLL_SECONDS = 0.2
 
 
 def synth_local_template(progress: Callable[[str], None]) -> dict[str, Any]:
@@ -405,17 +405,16 @@ def run(options: LocalOptions) -> int:
     warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
     stack = LocalStack(options)
     # The signal handler touches no lock (an Event or a buffered print there can deadlock with the
-    # main thread holding the same lock): it sets plain flags, interrupts the idle wait by raising,
-    # and writes its status line straight to the file descriptor.
-    signals = {"stop": False, "serving": False}
+    # main thread holding the same lock): it sets a flag, and writes its status line straight to
+    # the file descriptor. The idle wait polls the flag: a signal that lands just before a long
+    # sleep begins (or on another thread) would not cut that sleep short.
+    signals = {"stop": False}
 
     def on_signal(*_: Any) -> None:
         if signals["stop"]:
             os.write(sys.stdout.fileno(), f"still stopping: {stack.stopping_status()}\n".encode())
             return
         signals["stop"] = True
-        if signals["serving"]:
-            raise _StopRequested
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
@@ -430,13 +429,8 @@ def run(options: LocalOptions) -> int:
             print(f"error: {exc.message}", file=sys.stderr, flush=True)
             return exc.code
         print(stack.banner(), flush=True)
-        try:
-            signals["serving"] = True
-            while not signals["stop"]:
-                time.sleep(3600)  # idle: a signal interrupts it
-        except _StopRequested:
-            pass
-        signals["serving"] = False
+        while not signals["stop"]:
+            time.sleep(STOP_POLL_SECONDS)
         print("stopping (Ctrl-C again to see what it waits for) ...", flush=True)
     finally:
         saved = stack.stop()

@@ -51,7 +51,10 @@ def _no_step(_: str) -> None:
 
 
 def _condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
-    return exc.cause_response_code == _CONDITION_FAILED
+    # Not `exc.cause_response_code`: it fails with AttributeError on a cause without a response
+    # (a read timeout), which would hide the real error.
+    response = getattr(exc.cause, "response", None) or {}
+    return bool(response.get("Error", {}).get("Code") == _CONDITION_FAILED)
 
 
 class TaskExistsError(Exception):
@@ -131,10 +134,12 @@ class TaskStore:
         try:
             item.save(condition=self.models.task.pk.does_not_exist())
         except PutError as exc:
-            if _condition_failed(exc):
-                self.discard_entry(entry.ref)
-                raise TaskExistsError(record.id) from exc
-            raise
+            if not _condition_failed(exc):
+                raise
+            if self._stored_as_written(item):
+                return
+            self.discard_entry(entry.ref)
+            raise TaskExistsError(record.id) from exc
 
     def swap_occurrence(
         self,
@@ -186,10 +191,21 @@ class TaskStore:
         try:
             item.save(condition=self.models.task.version == expected_version)
         except PutError as exc:
-            if _condition_failed(exc):
-                return False
-            raise
+            if not _condition_failed(exc):
+                raise
+            return self._stored_as_written(item)
         return True
+
+    def _stored_as_written(self, item: TaskItem) -> bool:
+        """Whether the stored task is exactly `item`, after its conditional put failed. The SDK
+        resends a put whose answer was lost (a 500 or a timeout after DynamoDB applied it), and the
+        resend fails its condition on the first attempt's own write: that write is ours, and
+        treating it as lost would delete the entry the committed task points at."""
+        try:
+            stored = self.models.task.get(item.pk, TASK_SK, consistent_read=True)
+        except self.models.task.DoesNotExist:
+            return False
+        return bool(stored.serialize() == item.serialize())
 
     def _task_item(self, r: TaskRecord) -> TaskItem:
         last_run = None
@@ -260,7 +276,13 @@ class TaskStore:
 
     def _put_new_entry(self, task_id: str, run: Occurrence, created_at: datetime) -> QueueEntry:
         entry = self._new_entry(task_id, run, created_at)
-        self._queue_item(entry).save(condition=self.models.queue.pk.does_not_exist())
+        try:
+            self._queue_item(entry).save(condition=self.models.queue.pk.does_not_exist())
+        except PutError as exc:
+            # The key holds our fresh token, so only our own first attempt can have taken it (the
+            # SDK resent a put whose answer was lost).
+            if not _condition_failed(exc) or self.get_entry(entry.shard, entry.key) is None:
+                raise
         return entry
 
     def entry_of(self, record: TaskRecord) -> EntryRef | None:
@@ -324,9 +346,18 @@ class TaskStore:
                 condition=condition,
             )
         except UpdateError as exc:
-            if _condition_failed(exc):
+            if not _condition_failed(exc):
+                raise
+            # Ours if the SDK resent an applied claim whose answer was lost: same owner, same lease.
+            stored = self.get_entry(entry.shard, entry.key)
+            if stored is None or not (
+                stored.token == entry.token
+                and stored.lease_owner == owner
+                and stored.lease_until == from_epoch(to_epoch(lease_until))
+            ):
                 return None
-            raise
+            stored.attempt -= 1
+            return stored
         claimed = _queue_entry(item, entry.shard)
         claimed.attempt -= 1
         return claimed

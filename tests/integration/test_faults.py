@@ -56,14 +56,6 @@ EDITOR_KINDS = [
 # The SDK absorbs a single failed attempt without the worker noticing: left out of the longer sweep.
 WORKER_KINDS = [Kind.THROTTLE, Kind.SERVER_ERROR, Kind.SLOW, Kind.TIMEOUT, Kind.CRASH]
 MAX_CALLS = 120
-LOST_RESPONSE_BUG = (
-    "product bug: a conditional write that DynamoDB applied but whose answer was lost (a 500 or a "
-    "timeout after the write) is sent again by the SDK and fails its condition on its own first "
-    "attempt; TaskStore.create_task then deletes the entry the committed task points at and raises "
-    "TaskExistsError (nexttick/store/repository.py:133-136), swap_occurrence deletes the new entry "
-    "after a 'lost' task CAS (repository.py:163-165): the task stays pending with no queue entry and "
-    "never runs"
-)
 
 
 class Worlds:
@@ -333,7 +325,6 @@ def test_a_worker_run_meeting_a_fault_at_any_call_loses_nothing(world: World, ki
 # ------------------------------------------------------------------------------------------ known bug
 
 
-@pytest.mark.xfail(strict=True, reason=LOST_RESPONSE_BUG)
 @pytest.mark.parametrize("setup", [creating(150 * S), rescheduling], ids=["create", "reschedule"])
 def test_a_request_whose_applied_write_lost_its_answer_loses_nothing(
     fresh_world: World, setup: Setup
@@ -341,7 +332,6 @@ def test_a_request_whose_applied_write_lost_its_answer_loses_nothing(
     sweep_editor(fresh_world, Kind.LOST_RESPONSE, setup, horizon=7 * M)
 
 
-@pytest.mark.xfail(strict=True, reason=LOST_RESPONSE_BUG)
 def test_a_worker_run_whose_applied_write_lost_its_answer_loses_nothing(fresh_world: World) -> None:
     client = fresh_world.container("editor", "client")
     for index in range(1, MAX_CALLS):

@@ -41,7 +41,14 @@ def test_the_soak_loses_nothing_under_crashes_and_faults() -> None:
     assert result.ok, explain(result)
     assert result.report.lost == []
     # And the run did what a soak must: every fault kind, crashes of every actor, real traffic
-    for kind in (Kind.THROTTLE, Kind.SERVER_ERROR, Kind.SERVER_ERROR_RETRIED, Kind.SLOW, Kind.TIMEOUT):
+    for kind in (
+        Kind.THROTTLE,
+        Kind.SERVER_ERROR,
+        Kind.SERVER_ERROR_RETRIED,
+        Kind.SLOW,
+        Kind.TIMEOUT,
+        Kind.LOST_RESPONSE,
+    ):
         assert result.faults[kind.value] > 0, explain(result)
     assert result.figures["crash:editor"] > 0 and result.figures["crash:worker"] > 0, explain(result)
     assert result.report.figures["status:succeeded"] > 50, explain(result)
