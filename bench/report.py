@@ -97,4 +97,35 @@ def render(results: dict[str, Any]) -> str:
         rows = [{"precision": p, **lt[p]} for p in ("second", "minute")]
         out.append(_table(rows, ["precision", "delivered", "duplicates", "early", "p50_s", "p99_s", "max_s"]))
         out.append(f"\nIdle CPU, % of a core over 20 s: {lt['idle_cpu_percent_of_a_core']}.\n")
+    if "startup" in results:
+        st = results["startup"]
+        out.append(
+            "\n## Start-up time of the local stack vs restored pending tasks (baseline: an empty start)\n\n"
+            f"Median of {st['repeats']} start(s) each of the installed `nexttick local` on a fresh copy of a "
+            "state directory a clean stop would leave. `ready_s`: launch to the end of the start (local.json "
+            "written); `healthy_s`: until the harness saw GET /health answer (0.25 s polling); `cpu_s`: the "
+            "stack's CPU at that point; `restore_in_process_s`: restoring the snapshot into an empty "
+            "emulated table in-process (no subprocess, no moto server); `restored`: what the banner "
+            "printed (checked equal to `tasks`); `stop_s`: Ctrl-C right after ready until exit (state "
+            "saved), and how many of those stops gave up on a still-running worker invocation (the "
+            "start-up sync) after the 5 s grace.\n\n"
+        )
+        out.append(
+            _table(
+                st["sizes"],
+                [
+                    "tasks",
+                    "restored",
+                    "ready_s",
+                    "ratio_to_empty",
+                    "added_s",
+                    "healthy_s",
+                    "cpu_s",
+                    "restore_in_process_s",
+                    "stop_s",
+                    "stops_abandoning_worker",
+                    "state_mib",
+                ],
+            )
+        )
     return "".join(out)

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import backlog, burst, lateness, lifecycle, report
+from bench import backlog, burst, lateness, lifecycle, report, startup
 
-SECTIONS = ("backlog", "lifecycle", "burst", "lateness")
+SECTIONS = ("backlog", "lifecycle", "burst", "lateness", "startup")
 OUT = Path(__file__).resolve().parent
 
 
@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         results["burst"] = burst.run(args.quick)
     if "lateness" in chosen:
         results["lateness"] = lateness.run()
+    if "startup" in chosen:
+        results["startup"] = startup.run(args.quick)
     suffix = "-quick" if args.quick else ""
     (OUT / f"results{suffix}.json").write_text(json.dumps(results, indent=2) + "\n")
     (OUT / f"results{suffix}.md").write_text(report.render(results))

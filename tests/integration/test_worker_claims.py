@@ -95,11 +95,14 @@ def test_crashed_claim_runs_again_after_its_lease_with_the_same_key(env: WorkerE
         env.run(hook=die_after_run)
     assert len(RECORDER.calls[task.id]) == 1
     # When another worker comes before the lease expired, it leaves the occurrence alone
-    env.run(remaining_seconds=20)
+    report = env.run(remaining_seconds=20)
     assert len(RECORDER.calls[task.id]) == 1
-    # And the rule points at (or before) the lease's end, not later (I2)
-    armed = env.runtime.rule.current()
-    assert armed is not None and armed <= due + timedelta(seconds=60)
+    # And the lease's end, too close to arm for, is handed to a fresh invocation, with the rule
+    # armed as its backstop: the first minute after the lease's end (I2)
+    lease_end = due + timedelta(seconds=60)
+    assert report.outcome == "reinvoked"
+    timing = env.runtime.rule_sync.timing
+    assert env.runtime.rule.current() == timing.backstop_minute(lease_end, env.now())
     # When a worker comes after the lease
     env.travel_to(due + timedelta(seconds=61))
     env.run()
