@@ -128,4 +128,16 @@ def render(results: dict[str, Any]) -> str:
                 ],
             )
         )
+    if "keeper" in results:
+        kp = results["keeper"]
+        out.append(
+            "\n## The keeper's delay in the local stack: a client that dies after its task write "
+            "(baseline: the inline path of a client that lives)\n\n"
+            f"{kp['tasks_per_path']} tasks per path, alternating, each due hours ahead and the new earliest "
+            "(each moves the rule). Delay until the rule is armed for the task (DescribeRule polled every "
+            "10 ms): the keeper's from the task write of a client that died right after it (only the "
+            "keeper, fed by the table's stream, can arm the rule); the inline path's from the start of "
+            "the create of a client that lives (its own sync arms the rule), and from its task write.\n\n"
+        )
+        out.append(_table(kp["delays"], ["path", "from", "count", "p50_s", "p90_s", "p99_s", "max_s"]))
     return "".join(out)

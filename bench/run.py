@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import backlog, burst, lateness, lifecycle, report, startup
+from bench import backlog, burst, keeper, lateness, lifecycle, report, startup
 
-SECTIONS = ("backlog", "lifecycle", "burst", "lateness", "startup")
+SECTIONS = ("backlog", "lifecycle", "burst", "lateness", "startup", "keeper")
 OUT = Path(__file__).resolve().parent
 
 
@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         results["lateness"] = lateness.run()
     if "startup" in chosen:
         results["startup"] = startup.run(args.quick)
+    if "keeper" in chosen:
+        results["keeper"] = keeper.run(args.quick)
     suffix = "-quick" if args.quick else ""
     (OUT / f"results{suffix}.json").write_text(json.dumps(results, indent=2) + "\n")
     (OUT / f"results{suffix}.md").write_text(report.render(results))

@@ -578,9 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--speed", type=float, default=30.0, help="virtual seconds per real second")
     parser.add_argument("--editors", type=int, default=3)
-    parser.add_argument(
-        "--faults", default=None, help="comma-separated kinds (default: all)"
-    )
+    parser.add_argument("--faults", default=None, help="comma-separated kinds (default: all)")
     parser.add_argument("--no-keeper", action="store_true", help="the mutant: nothing consumes the stream")
     parser.add_argument(
         "--write-docs", action="store_true", help="replace the Soak section of docs/reliability.md"
