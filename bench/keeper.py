@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import REPO, LocalStackProcess, Receiver, percentile
+from tests.e2e.harness import REPO, LocalStackProcess, Receiver, percentile, stack_environment
 
 # Times both paths: for each of 2 x `count` tasks (each earlier than the one before, so each moves the
 # rule), alternately die right after the task write (raise from the hook: only the keeper can arm the
@@ -119,14 +119,7 @@ def run(quick: bool) -> dict[str, Any]:
             root = Path(tmp)
             state_dir = root / "state"
             state_dir.mkdir()
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_"))}
-            env.update(
-                NEXTTICK_PORT="0",  # any free port; the harness reads the URL from local.json
-                NEXTTICK_STATE_DIR=str(state_dir),
-                NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
-                PYTHONPATH=str(REPO),
-                POWERTOOLS_LOG_LEVEL="WARNING",
-            )
+            env = stack_environment(state_dir, hook_url=receiver.url, POWERTOOLS_LOG_LEVEL="WARNING")
             stack = LocalStackProcess(state_dir, env, root / "stack.log").start()
             try:
                 delays = measure(client_env(stack), count)

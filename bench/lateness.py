@@ -5,15 +5,20 @@ and the idle stack's CPU. Both stacks run at once, scheduled identically."""
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import REPO, LocalStackProcess, Receiver, cpu_seconds, percentile, rfc3339
+from tests.e2e.harness import (
+    LocalStackProcess,
+    Receiver,
+    cpu_seconds,
+    percentile,
+    rfc3339,
+    stack_environment,
+)
 
 DIRECT = 30  # due within the wait horizon: a direct worker invoke
 ARMED = 10  # due 150-240 s ahead: the rule is armed and fired by the emulated EventBridge
@@ -24,14 +29,8 @@ def _start(precision: str, root: Path) -> tuple[LocalStackProcess, Receiver]:
     receiver = Receiver()
     state = root / precision
     state.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_"))}
-    env.update(
-        NEXTTICK_PORT="0",  # any free port; the harness reads the URL from local.json
-        NEXTTICK_STATE_DIR=str(state),
-        NEXTTICK_PRECISION=precision,
-        NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
-        PYTHONPATH=str(REPO),
-        POWERTOOLS_LOG_LEVEL="WARNING",
+    env = stack_environment(
+        state, hook_url=receiver.url, NEXTTICK_PRECISION=precision, POWERTOOLS_LOG_LEVEL="WARNING"
     )
     return LocalStackProcess(state, env, root / f"{precision}.log").start(), receiver
 

@@ -13,7 +13,6 @@ empty emulated table: load, replay, restore; no subprocess, no moto server) is m
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -29,7 +28,7 @@ from bench.harness import bulk_load, emulated_aws
 from nexttick.constants import PARTITION_KEY, SORT_KEY, TASK_PK_PREFIX, TASK_SK
 from nexttick.local import state
 from nexttick.local.motoserver import EmulatedState
-from tests.e2e.harness import REPO, LocalStackProcess, cpu_seconds
+from tests.e2e.harness import LocalStackProcess, cpu_seconds, stack_environment
 
 START_TIMEOUT = 300.0  # the first start may synthesize the CDK app's template
 STOP_TIMEOUT = 120.0
@@ -80,17 +79,6 @@ def restore_in_process(template: Path, scratch: Path, count: int) -> float:
     return seconds
 
 
-def _environment(state_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_"))}
-    env.update(
-        NEXTTICK_PORT="0",  # any free port; the harness reads the URL from local.json
-        NEXTTICK_STATE_DIR=str(state_dir),
-        PYTHONPATH=str(REPO),
-        POWERTOOLS_LOG_LEVEL="WARNING",
-    )
-    return env
-
-
 def start_once(template: Path, work: Path, count: int, shards: int) -> dict[str, float]:
     """Start the stack on a fresh copy of `template`, measure, stop it with Ctrl-C (SIGINT) as soon
     as it is ready (so the stop may find the start-up sync invocation still running)."""
@@ -98,7 +86,9 @@ def start_once(template: Path, work: Path, count: int, shards: int) -> dict[str,
         shutil.rmtree(work)
     state_dir = work / "state"
     shutil.copytree(template, state_dir)
-    stack = LocalStackProcess(state_dir, _environment(state_dir), work / "stack.log")
+    stack = LocalStackProcess(
+        state_dir, stack_environment(state_dir, POWERTOOLS_LOG_LEVEL="WARNING"), work / "stack.log"
+    )
     launched = time.time()
     try:
         stack.start(START_TIMEOUT)

@@ -104,6 +104,18 @@ class _ReceiverHandler(BaseHTTPRequestHandler):
         return None
 
 
+def stack_environment(state_dir: Path, *, hook_url: str | None = None, **settings: str) -> dict[str, str]:
+    """The environment of a shell that runs `nexttick local`: nothing of ours (NEXTTICK_, AWS_,
+    POWERTOOLS_), any free port (the harness reads the URL from local.json), `state_dir`, and with
+    `hook_url` a webhook action named `hook`; `settings` on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_", "POWERTOOLS_"))}
+    env.update(NEXTTICK_PORT="0", NEXTTICK_STATE_DIR=str(state_dir), PYTHONPATH=str(REPO))
+    if hook_url is not None:
+        env["NEXTTICK_ACTIONS"] = json.dumps({"hook": {"type": "webhook", "url": hook_url}})
+    env.update(settings)
+    return env
+
+
 class LocalStackProcess:
     """`nexttick local` in a subprocess with its own ports and state directory."""
 

@@ -27,12 +27,14 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import requests
 
-from tests.e2e.harness import REPO, LocalStackProcess, Receiver, parse_time, rfc3339
+from nexttick.schedules import Timing
+from tests.e2e.harness import REPO, LocalStackProcess, Receiver, parse_time, rfc3339, stack_environment
 
 pytestmark = [pytest.mark.xdist_group("keeper-e2e"), pytest.mark.slow]
 
@@ -113,13 +115,7 @@ def _armable_due(now: float) -> float:
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     state_dir = tmp_path_factory.mktemp("keeper-state")
     receiver = Receiver()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_", "POWERTOOLS_"))}
-    env.update(
-        NEXTTICK_PORT="0",
-        NEXTTICK_STATE_DIR=str(state_dir),
-        NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
-        PYTHONPATH=str(REPO),
-    )
+    env = stack_environment(state_dir, hook_url=receiver.url)
     stack = LocalStackProcess(state_dir, env, state_dir.parent / "keeper-stack.log")
     stack.start()
     try:
@@ -184,3 +180,6 @@ def test_every_task_committed_by_a_client_that_died_runs_exactly_once_on_time(sc
             assert abs(scheduled - parse_time(task["created_at"]) - CLOSE_IN) < 1.0
         assert 0 <= delivery.lateness <= LATENESS_MAX, (crash, delivery.lateness)
         assert task["status"] == "succeeded"
+    # And the armable ones were run by the emulated EventBridge firing the rule the keeper armed
+    minute = Timing().fire_minute(datetime.fromtimestamp(s.last_due, UTC))
+    assert f"rule fired for {minute.isoformat()}" in s.stack.output()

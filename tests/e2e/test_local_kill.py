@@ -8,8 +8,6 @@ no pending task was ever delivered, and this test timed out waiting for them.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -17,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import REPO, LocalStackProcess, Receiver, parse_time, rfc3339
+from tests.e2e.harness import LocalStackProcess, Receiver, parse_time, rfc3339, stack_environment
 
 pytestmark = [pytest.mark.xdist_group("kill-e2e"), pytest.mark.slow]
 
@@ -31,13 +29,7 @@ QUIET_AFTER = 5.0  # seconds to watch for duplicates after the last expected del
 def stack_and_receiver(tmp_path: Path) -> Iterator[tuple[LocalStackProcess, Receiver]]:
     receiver = Receiver()
     state_dir = tmp_path / "state"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_", "POWERTOOLS_"))}
-    env.update(
-        NEXTTICK_PORT="0",
-        NEXTTICK_STATE_DIR=str(state_dir),
-        NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
-        PYTHONPATH=str(REPO),
-    )
+    env = stack_environment(state_dir, hook_url=receiver.url)
     stack = LocalStackProcess(state_dir, env, tmp_path / "stack.log")
     try:
         yield stack, receiver

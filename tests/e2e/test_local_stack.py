@@ -3,22 +3,20 @@ CLI, webhooks received on loopback. One stack for the whole module; everything i
 so the waits overlap (about four minutes in all, dominated by the armed-rule tasks).
 
 Asserts: every occurrence fires exactly once (by idempotency key), on time (second mode: p99 <= 1 s,
-max <= 2 s), reschedule / cancel / recurring / retry behave, the armed-rule path works through the
-emulated EventBridge, a restart (SIGTERM, start again) loses nothing, and the idle stack is idle.
+max <= 2 s), reschedule / cancel / recurring / retry behave, tasks beyond the wait horizon arm the
+rule, a restart (SIGTERM, start again) loses nothing, and the idle stack is idle.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +24,6 @@ import requests
 
 from nexttick.schedules import Timing, rule_expression
 from tests.e2e.harness import (
-    REPO,
     Delivery,
     LocalStackProcess,
     Receiver,
@@ -34,6 +31,7 @@ from tests.e2e.harness import (
     parse_time,
     percentile,
     rfc3339,
+    stack_environment,
 )
 
 pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow, pytest.mark.timing]
@@ -74,22 +72,13 @@ class Scenario:
         return self.on_time
 
 
-def _environment(state_dir: Path, receiver: Receiver) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_"))}
-    env.update(
-        NEXTTICK_PORT="0",  # any free port; the harness reads the URL from local.json
-        NEXTTICK_STATE_DIR=str(state_dir),
-        NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
-        PYTHONPATH=str(REPO),
-    )
-    return env
-
-
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     state_dir = tmp_path_factory.mktemp("nexttick-state")
     receiver = Receiver()
-    stack = LocalStackProcess(state_dir, _environment(state_dir, receiver), state_dir.parent / "stack.log")
+    stack = LocalStackProcess(
+        state_dir, stack_environment(state_dir, hook_url=receiver.url), state_dir.parent / "stack.log"
+    )
     stack.start()
     try:
         idle = _idle_cpu(stack)
@@ -249,7 +238,7 @@ def test_a_failed_delivery_is_retried_with_the_same_idempotency_key(scenario: Sc
     assert len(s.receiver.of("retry")) == 2
 
 
-def test_tasks_beyond_the_wait_horizon_go_through_the_armed_rule(scenario: Scenario) -> None:
+def test_tasks_beyond_the_wait_horizon_arm_the_rule_and_run_once_on_time(scenario: Scenario) -> None:
     s = scenario
     timing = Timing()
     due = s.armed["armed-http"]
@@ -257,8 +246,9 @@ def test_tasks_beyond_the_wait_horizon_go_through_the_armed_rule(scenario: Scena
     # The rule was armed for the minute a minute-plus-margin before the task (not a direct invoke) ...
     assert s.armed_rule == rule_expression(minute)
     s.wait_until(max(s.armed.values()) + 10)
-    # ... the emulated EventBridge fired it, and the worker ran each task once, on time
-    assert f"rule fired for {minute.isoformat()}" in s.stack.output()
+    # ... and each task ran once, on time. (The on-time one-shots keep a worker awake across that
+    # minute: it covers the tasks and moves the rule on as its backstop, so the rule need not fire
+    # here; tests/e2e/test_keeper_crash.py has armed tasks that only the firing rule can run.)
     for task_id, at in s.armed.items():
         _assert_on_time(s.receiver.of(task_id), at)
 

@@ -7,7 +7,6 @@ again once the lease of a claim made before the stop is over)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import threading
 import time
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import REPO, LocalStackProcess, rfc3339
+from tests.e2e.harness import LocalStackProcess, rfc3339, stack_environment
 
 pytestmark = [pytest.mark.xdist_group("stop-e2e"), pytest.mark.slow]
 
@@ -72,13 +71,8 @@ def receiver() -> Iterator[SlowReceiver]:
 
 @pytest.fixture
 def stack(tmp_path: Path, receiver: SlowReceiver) -> Iterator[LocalStackProcess]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXTTICK_", "AWS_", "POWERTOOLS_"))}
-    env.update(
-        NEXTTICK_PORT="0",
-        NEXTTICK_STATE_DIR=str(tmp_path / "state"),
-        NEXTTICK_LEASE_SECONDS=str(LEASE_SECONDS),
-        NEXTTICK_ACTIONS=json.dumps({"hook": {"type": "webhook", "url": receiver.url}}),
-        PYTHONPATH=str(REPO),
+    env = stack_environment(
+        tmp_path / "state", hook_url=receiver.url, NEXTTICK_LEASE_SECONDS=str(LEASE_SECONDS)
     )
     process = LocalStackProcess(tmp_path / "state", env, tmp_path / "stack.log")
     yield process
