@@ -73,7 +73,7 @@ KEEPER_MAX_RECORD_AGE_SECONDS = 3600
 KEEPER_TIMEOUT_SECONDS = 30
 KEEPER_MEMORY_MB = 256
 
-# The event the post-deploy step sends to the worker (brief §3, defect 8).
+# The event the post-deploy step sends to the worker (README, "What a deploy does to a pending schedule").
 SYNC_EVENT = {"source": constants.WORKER_EVENT_SOURCE, "action": constants.WORKER_EVENT_SYNC}
 
 

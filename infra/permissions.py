@@ -1,4 +1,4 @@
-"""IAM grants derived exactly from the configured actions (brief §7, "Actions")."""
+"""IAM grants derived exactly from the configured actions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The single EventBridge rule, the worker it targets, the worker's dead-letter queue, and the
-post-deploy step that re-derives the rule from the table (brief §3, defect 8)."""
+post-deploy step that re-derives the rule from the table (README, "What a deploy does to a
+pending schedule")."""
 
 from __future__ import annotations
 

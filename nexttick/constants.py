@@ -33,7 +33,7 @@ WORKER_EVENT_SOURCE = "nexttick"
 WORKER_EVENT_WAKE = "wake"
 WORKER_EVENT_SYNC = "sync"
 
-# Limits of the public contract (brief §7).
+# Limits of the public contract (README, "HTTP API").
 MAX_PAYLOAD_BYTES = 256 * 1024
 # Levels of objects/arrays in a payload, the payload object itself being the first: what is accepted
 # must stay readable (every reader and serialiser recurses per level).

@@ -25,7 +25,6 @@ the worker is invoked directly instead, unless a sleeping waiter's claim covers 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -36,12 +35,6 @@ from nexttick.schedules import Timing
 from nexttick.store.records import RuleState
 
 logger = logging.getLogger(__name__)
-
-Step = Callable[[str], None]
-
-
-def _no_step(_: str) -> None:
-    return None
 
 
 class RuleStateStore(Protocol):
@@ -119,7 +112,6 @@ class RuleSync:
         clock: Clock,
         *,
         stale_after: timedelta = timedelta(minutes=20),
-        step: Step = _no_step,
     ) -> None:
         self.store = store
         self.rule = rule
@@ -127,7 +119,6 @@ class RuleSync:
         self.timing = timing
         self.clock = clock
         self.stale_after = stale_after
-        self._step = step
 
     # ------------------------------------------------------------------ editor side
     def on_task_due(self, due: datetime) -> Outcome:
@@ -144,7 +135,6 @@ class RuleSync:
         the rule is armed as its backstop, and the worker that firing starts releases the claim the
         same way. Only instants are compared (the claim's and our due time), never our clock with
         the waiter's. One waiter, not a herd."""
-        self._step("read-state")
         state = self.store.read_rule_state()
         if self._waiter_covers(state, due):
             return Outcome.COVERED
@@ -163,14 +153,12 @@ class RuleSync:
     def lower(self, minute: datetime) -> Outcome:
         """Make sure the rule fires at or before `minute` (a future, armable minute)."""
         while True:
-            self._step("read-state")
             state = self.store.read_rule_state()
             if state.armed_minute is not None and state.armed_minute <= minute:
                 if not state.published:
                     return self._repair(state.version, state.armed_minute)
                 self._kick_if_stalled(state)
                 return Outcome.COVERED
-            self._step("cas-state")
             version = self.store.cas_rule_state(state.version, minute)
             if version is None:
                 continue  # someone moved it first: decide again on the new value
@@ -186,7 +174,6 @@ class RuleSync:
         may have died between its CAS and its PutRule, and nothing else would publish before the
         next re-arm. Publish it ourselves (one reader per version; the writer, if alive, does too).
         A minute that is no longer armable goes to the worker instead of a PutRule that may land late."""
-        self._step("claim-repair")
         if not self.store.claim_repair(version):
             return Outcome.COVERED
         self.publish()
@@ -201,16 +188,13 @@ class RuleSync:
         too close to arm is returned as DUE_SOON for the caller to keep, with the rule armed as the
         backstop of whoever sleeps for it."""
         while True:
-            self._step("read-state")
             state = self.store.read_rule_state()
             if state.waiter_owner is not None and state.waiter_at is not None and self._woke(state.waiter_at):
                 # The waiter's time has come: this invocation (the waiter itself, or one its
                 # backstop started) now answers for what editors left to it. Release the claim
                 # before the head read, so that read sees every task they committed meanwhile.
-                self._step("release-waiter")
                 self.store.release_waiter(state.waiter_owner, state.waiter_at)
                 continue
-            self._step("read-head")
             head = self.store.head()
             now = self.clock.now()
             due_soon = head is not None and not self.timing.armable(self.timing.fire_minute(head), now)
@@ -221,7 +205,6 @@ class RuleSync:
                 return RearmResult(
                     Outcome.DUE_SOON if due_soon else Outcome.UNCHANGED, head, state.armed_minute
                 )
-            self._step("cas-state")
             version = self.store.cas_rule_state(state.version, target)
             if version is None:
                 continue
@@ -242,7 +225,6 @@ class RuleSync:
     def _recheck_head(self, head: datetime | None, target: datetime | None) -> RearmResult:
         """After moving the record: anything committed before an editor read the old record is
         visible now (the second head read of the store/load argument); lower for it."""
-        self._step("read-head")
         again = self.store.head()
         if again is not None and (target is None or self.timing.fire_minute(again) < target):
             outcome = self.on_task_due(again)
@@ -284,7 +266,6 @@ class RuleSync:
         Claimed only while the record is a published backstop for `head`, so editors that skip the
         direct invoke for this claim still get a worker if this invocation dies in its sleep."""
         while True:
-            self._step("read-state")
             state = self.store.read_rule_state()
             now = self.clock.now()
             stale_before = now - self.timing.clock_skew
@@ -298,15 +279,12 @@ class RuleSync:
             backstop = self.timing.backstop_minute(head, now)
             if not (state.published and self._fires_by(state.armed_minute, backstop, now)):
                 return WaitClaim.MOVED
-            self._step("claim-waiter")
             if self.store.claim_waiter(head, owner, until, stale_before, expected_version=state.version):
                 return WaitClaim.CLAIMED
 
     def sync(self) -> RearmResult:
         """Re-derive everything from the table and force the rule to match (deploys, `nexttick sync`)."""
-        self._step("read-state")
         state = self.store.read_rule_state()
-        self._step("cas-state")
         # Bump the version even when the minute is unchanged: forces publishers to re-confirm.
         version = self.store.cas_rule_state(state.version, state.armed_minute)
         if version is None:
@@ -323,11 +301,8 @@ class RuleSync:
         before = written
         while True:
             if before is None:
-                self._step("read-state")
                 before = self.store.read_rule_state()
-            self._step("put-rule")
             self.rule.put(before.armed_minute)
-            self._step("confirm-published")
             if self.store.confirm_published(before.version):
                 return
             before = None
@@ -341,7 +316,6 @@ class RuleSync:
             return
         if not verify:
             return
-        self._step("read-rule")
         if self.rule.current() != state.armed_minute:
             logger.warning("rule drifted from its record; re-publishing")
             self.publish()
@@ -352,12 +326,10 @@ class RuleSync:
         now = self.clock.now()
         if state.armed_minute is None or state.armed_minute > now - self.stale_after:
             return
-        self._step("kick")
         if self.store.try_mark_kicked(now, now - timedelta(minutes=1)):
             self._wake("armed minute is stale")
 
     def _wake(self, reason: str) -> None:
-        self._step("invoke")
         self.trigger.wake(reason)
 
     # ------------------------------------------------------------------ keeper side
@@ -366,9 +338,7 @@ class RuleSync:
         between its CAS and its PutRule leaves the record ahead of the rule, and nothing else would
         publish before the next re-arm. A minute no longer armable is handed to the worker: a
         PutRule now might land after the minute began, and the worker's re-arm repairs the rule."""
-        self._step("read-state")
         state = self.store.read_rule_state()
-        self._step("read-rule")
         if self.rule.current() == state.armed_minute:
             return Outcome.UNCHANGED
         minute = state.armed_minute

@@ -105,7 +105,8 @@ def _next_cron(expression: str, zone: ZoneInfo, after: datetime) -> datetime | N
 
 @dataclass(frozen=True)
 class Timing:
-    """Maps due times to rule firing minutes and decides what is too close to arm (brief §6)."""
+    """Maps due times to rule firing minutes and decides what is too close to arm
+    (docs/architecture.md, "Time and precision")."""
 
     precision: Precision = Precision.SECOND
     delivery_margin_seconds: int = 10
@@ -121,11 +122,6 @@ class Timing:
         if self.precision is Precision.SECOND:
             return timedelta(seconds=60 + self.delivery_margin_seconds)
         return timedelta(0)
-
-    @property
-    def wait_horizon(self) -> timedelta:
-        """A worker awake this long before a due time waits for it instead of re-arming."""
-        return self.lead + timedelta(seconds=60 + self.settle_seconds)
 
     def fire_minute(self, due: datetime) -> datetime:
         """The rule minute for a task due at `due`: in `second` mode the whole minute plus the delivery

@@ -11,7 +11,6 @@ from pydantic import ValidationError as PydanticValidationError
 from nexttick.constants import MAX_YEAR, MIN_YEAR
 from nexttick.errors import ValidationError
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 _GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(d|h|ms|m|s))+$")
 _GO_PART = re.compile(r"(\d+(?:\.\d+)?)(d|h|ms|m|s)")

@@ -1,4 +1,4 @@
-"""Action kinds and the registry built from `NextTickSettings.action_definitions()` (brief §7)."""
+"""Action kinds and the registry built from `NextTickSettings.action_definitions()` (README, "Configure")."""
 
 from nexttick.actions.base import (
     Action,

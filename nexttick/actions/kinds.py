@@ -1,4 +1,4 @@
-"""The action kinds (brief §7): log, webhook, lambda, sqs, sns, eventbridge, python.
+"""The action kinds: log, webhook, lambda, sqs, sns, eventbridge, python.
 
 Each kind validates its definition when the registry is built (fail fast, naming the action) and
 delivers the envelope of one attempt. AWS kinds use real boto3 clients from `nexttick.aws`.

@@ -13,7 +13,7 @@ DEFAULT_API_PORT = 8000
 DEFAULT_STATE_DIR = ".nexttick"
 DEFAULT_WORKER_TIMEOUT_SECONDS = 300
 DEFAULT_CONCURRENCY = 10
-# What the local stack offers out of the box (brief §7): a `log` action; webhooks only to loopback.
+# What the local stack offers out of the box: a `log` action; webhooks only to loopback.
 DEFAULT_ACTIONS_CONFIG: dict[str, dict[str, Any]] = {"log": {"type": "log"}}
 DEFAULT_WEBHOOK_ALLOWLIST = "http://127.0.0.1,http://localhost"
 # human: one line per event for a person; json: the handlers' Powertools JSON, as in Lambda.

@@ -1,4 +1,4 @@
-"""The worker domain: run loop, claims, completion, retries, recurrence advance (issue 3)."""
+"""The worker domain: run loop, claims, completion, retries, recurrence advance."""
 
 from nexttick.worker.completion import Attempt, NextRun, Plan, RunOutcome, plan_completion, retry_delay
 from nexttick.worker.events import WorkerEvent, classify_event

@@ -1,6 +1,6 @@
 """The local template on moto's CloudFormation: the stack it creates, one task end to end through
 the real handlers against those resources, and a redeploy that cannot lose a pending schedule
-(brief §3 defect 8, invariant I6)."""
+(invariant I6, docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -221,7 +221,7 @@ def test_a_redeploy_that_resets_the_rule_is_repaired_by_the_post_deploy_sync(
     _, rule = only(changed, "AWS::Events::Rule")
     rule["Properties"]["Description"] += " (changed)"
     _update_stack(changed)
-    assert _rule_minute(rule_name) is None  # the reset defect 8 is about
+    assert _rule_minute(rule_name) is None  # the reset a deploy must repair
     # ... and then the post-deploy step runs
     _sync_after_deploy(monkeypatch)
     # Then the rule points at the pending task again

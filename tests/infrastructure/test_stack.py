@@ -1,4 +1,4 @@
-"""Template tests: the properties the design depends on (brief §5, §7; issue 6 acceptance 3-5)."""
+"""Template tests: the properties the design depends on."""
 
 from __future__ import annotations
 
@@ -312,7 +312,7 @@ def test_alarms_on_lateness_failures_dead_letters_and_worker_errors_notify_by_em
     assert subscription["Properties"]["Endpoint"] == "ops@example.com"
 
 
-# ---------------------------------------------------------------- defect 8 (template half)
+# ------------------------------------------------------- a deploy re-derives the rule (template half)
 def test_post_deploy_sync_invokes_the_worker_after_rule_and_worker_exist(deploy: Synthesized) -> None:
     t = deploy.template
     _, sync = only(t, "Custom::AWS")

@@ -1,4 +1,4 @@
-"""Store without scans (issue 2, acceptance 2): reads are independent of the backlog, no Scan on
+"""Store without scans: reads are independent of the backlog, no Scan on
 any runtime path, and a create writes nothing that every create writes (no hot key).
 
 Given 10,000 pending future tasks, the "what fires next" lookup (TaskStore.head) and the "what is

@@ -121,7 +121,7 @@ def assert_live_and_runs(env: WorkerEnv, task_id: str) -> None:
     assert last.envelope["scheduled_for"] == record.due.isoformat().replace("+00:00", "Z")
 
 
-# ---------------------------------------------------------------- scenario 5: same-key entries
+# ---------------------------------------------------------------- same-key entries
 
 
 def test_two_concurrent_creates_with_one_client_id_and_one_due_keep_a_live_entry(

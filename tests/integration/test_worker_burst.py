@@ -1,4 +1,4 @@
-"""Burst (I5, brief §8): many tasks due at one instant, action with 50 ms of I/O, on the bounded
+"""Burst (I5): many tasks due at one instant, action with 50 ms of I/O, on the bounded
 pool. Memory stays flat in the burst size; the I/O is overlapped.
 
 In-process moto spends 2-10 ms of CPU per DynamoDB call under the GIL (15-25 ms per task for

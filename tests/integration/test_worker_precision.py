@@ -1,5 +1,6 @@
-"""Precision (brief §6) with a controllable clock: EventBridge fires anywhere in the armed minute
-plus a delivery delay; in `second` mode every task starts at its due second, never before."""
+"""Precision with a controllable clock (docs/architecture.md, "Time and precision"): EventBridge
+fires anywhere in the armed minute plus a delivery delay; in `second` mode every task starts at its
+due second, never before."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The correctness contract checked on a world at rest (docs/reliability.md; BRIEF §5).
+"""The correctness contract checked on a world at rest (docs/reliability.md).
 
 `Ledger` is what the clients asked for — every task id a client tried to create, every due time it
 asked for, every cancel it sent — whether or not the request committed (a client that crashed or

@@ -76,7 +76,7 @@ def test_epoch_expression_when_nothing_is_pending() -> None:
 
 
 def test_rule_expression_uses_utc_fields_whatever_the_input_offset() -> None:
-    # Given a minute expressed in Berlin summer time (brief §3 defect 5: fields from the own offset)
+    # Given a minute expressed in Berlin summer time (the fields come from its own offset)
     berlin = datetime(2030, 7, 1, 0, 30, tzinfo=ZoneInfo("Europe/Berlin"))
     # Then the cron carries the UTC date and hour (the previous day, 22:30)
     assert rule_expression(berlin) == "cron(30 22 30 6 ? 2030)"

@@ -314,11 +314,6 @@ def test_minute_precision_fires_in_the_minute_that_contains_due() -> None:
     assert timing.fire_minute(utc(2030, 1, 7, 9, 5)) == utc(2030, 1, 7, 9, 5)
 
 
-def test_wait_horizon_covers_the_lead_and_one_more_minute() -> None:
-    timing = Timing(Precision.SECOND, delivery_margin_seconds=10, settle_seconds=10)
-    assert timing.wait_horizon == timedelta(seconds=70 + 70)
-
-
 @pytest.mark.parametrize(
     ("minute", "now", "armable"),
     [
