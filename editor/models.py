@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nexttick.store.records import LastRun
-from nexttick.timeutil import format_instant
+from nexttick.timeutil import format_instant, rfc3339
 
 UNSET: Any = object()  # "field not given" in TaskChanges (None may be a meaningful value)
 
@@ -97,7 +97,7 @@ class Task:
 
 
 def _json_value(value: Any) -> Any:
-    return value.isoformat().replace("+00:00", "Z") if isinstance(value, datetime) else value
+    return rfc3339(value) if isinstance(value, datetime) else value
 
 
 @dataclass(frozen=True)

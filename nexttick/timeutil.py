@@ -84,6 +84,11 @@ def _seconds(value: float, field: str) -> timedelta:
         raise ValidationError(f"{field}: duration out of range", field=field) from exc
 
 
+def rfc3339(value: datetime) -> str:
+    """RFC 3339 in UTC with a `Z` (microseconds only when present): 2030-01-01T09:00:00Z."""
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 def format_instant(value: datetime) -> str:
     """Fixed-width, lexicographically sortable UTC form: 2030-01-01T09:00:00.000000Z."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -6,7 +6,6 @@ from nexttick.actions.base import (
     Delivery,
     DeliveryError,
     idempotency_key,
-    rfc3339,
 )
 from nexttick.actions.registry import WEBHOOK_ALLOWLIST_ENV, ActionRegistry, build_registry
 
@@ -19,5 +18,4 @@ __all__ = [
     "DeliveryError",
     "build_registry",
     "idempotency_key",
-    "rfc3339",
 ]

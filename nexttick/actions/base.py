@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from nexttick.errors import ValidationError
-
-
-def rfc3339(value: datetime) -> str:
-    """RFC 3339 in UTC with a `Z` (microseconds only when present): 2030-01-01T09:00:00Z."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+from nexttick.timeutil import rfc3339
 
 
 def idempotency_key(task_id: str, scheduled_for: datetime) -> str:
