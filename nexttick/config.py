@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from nexttick import constants
 
@@ -63,6 +64,14 @@ class NextTickSettings(BaseSettings):
         if not isinstance(value, dict):
             raise ValueError("must be a JSON object of action name -> definition")
         return value
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> NextTickSettings:
+        """Settings with `environ`'s variables over the process environment's, read under the same
+        names by the same source: the CLI points at a local stack without writing into os.environ."""
+        source = EnvSettingsSource(cls)
+        source.env_vars = {name.lower(): value for name, value in environ.items()}  # case-insensitive
+        return cls(**source())
 
     def action_definitions(self) -> dict[str, dict[str, Any]]:
         """Configured actions with NEXTTICK_ACTIONS applied on top (adds or overrides by name)."""

@@ -18,7 +18,8 @@ from unittest import mock
 import pytest
 
 from editor import Editor
-from nexttick import cli
+from nexttick.cli.main import main
+from nexttick.cli.target import local_stack_environment
 from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME, MAX_PAYLOAD_BYTES
 from nexttick.local import endpoints
@@ -51,7 +52,7 @@ def run(state_dir: Path, *argv: str) -> tuple[int, str, str]:
             del os.environ[name]
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(argv))
+            code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
 
 
@@ -187,13 +188,11 @@ def test_a_dead_local_stack_is_reported_not_silently_bypassed(tmp_path: Path) ->
 def test_explicit_targets_bypass_the_local_stack(local: tuple[Path, Recorder, Any]) -> None:
     state_dir, _, _ = local
     env = {"NEXTTICK_STATE_DIR": str(state_dir)}
-    assert cli.local_stack_environment(env, endpoint_url=None, aws=False, state_dir=None) is not None
-    assert cli.local_stack_environment(env, endpoint_url=None, aws=True, state_dir=None) is None
-    assert (
-        cli.local_stack_environment(env, endpoint_url="http://127.0.0.1:1", aws=False, state_dir=None) is None
-    )
+    assert local_stack_environment(env, endpoint_url=None, aws=False, state_dir=None) is not None
+    assert local_stack_environment(env, endpoint_url=None, aws=True, state_dir=None) is None
+    assert local_stack_environment(env, endpoint_url="http://127.0.0.1:1", aws=False, state_dir=None) is None
     env["NEXTTICK_ENDPOINT_URL"] = "http://127.0.0.1:1"
-    assert cli.local_stack_environment(env, endpoint_url=None, aws=False, state_dir=None) is None
+    assert local_stack_environment(env, endpoint_url=None, aws=False, state_dir=None) is None
 
 
 def test_json_errors_carry_the_http_apis_codes(local: tuple[Path, Recorder, Any]) -> None:

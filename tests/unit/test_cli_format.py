@@ -8,15 +8,8 @@ import pytest
 
 from nexttick import errors
 from nexttick.api import models
-from nexttick.cli import (
-    build_parser,
-    describe_schedule,
-    format_duration,
-    main,
-    relative,
-    render_table,
-    render_task,
-)
+from nexttick.cli.format import describe_schedule, format_duration, relative, render_table, render_task
+from nexttick.cli.main import build_parser, main
 
 NOW = datetime(2030, 1, 7, 9, 0, 0, tzinfo=UTC)
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lambdas.api import handler as api_handler
-from nexttick.cli import build_parser
+from nexttick.cli.main import build_parser
 from nexttick.local.lambdas import LambdaContext
 from nexttick.local.logs import StackFormatter, human_format
 from nexttick.local.options import LocalOptions, handler_environment
