@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from nexttick.cli.format import describe_schedule, format_when, render_table, render_task
 from nexttick.cli.target import Target
 from nexttick.errors import ErrorCode, ValidationError
+from nexttick.timeutil import rfc3339
 
 if TYPE_CHECKING:
     from editor import Editor
@@ -183,11 +184,9 @@ def cmd_sync(args: argparse.Namespace, target: Target, out: Output) -> int:
     rule = runtime.rule.current()
     body = {
         "outcome": result.outcome.value,
-        "head": result.head.isoformat().replace("+00:00", "Z") if result.head else None,
-        "armed_minute": result.armed_minute.isoformat().replace("+00:00", "Z")
-        if result.armed_minute
-        else None,
-        "rule": rule.isoformat().replace("+00:00", "Z") if isinstance(rule, datetime) else rule,
+        "head": rfc3339(result.head) if result.head else None,
+        "armed_minute": rfc3339(result.armed_minute) if result.armed_minute else None,
+        "rule": rfc3339(rule) if isinstance(rule, datetime) else rule,
     }
     now = out.now()
     armed = format_when(body["armed_minute"], now) if body["armed_minute"] else "the epoch (nothing pending)"
