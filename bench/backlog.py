@@ -11,6 +11,7 @@ import boto3
 from bench.harness import bulk_load, emulated_aws
 from editor import Editor
 from nexttick.actions import build_registry
+from nexttick.store.meter import DynamoMeter
 from nexttick.worker import Worker
 
 DUE_NOW = 10
@@ -46,8 +47,7 @@ def measure(count: int) -> dict[str, Any]:
         editor = Editor(runtime=runtime)
         for i in range(DUE_NOW):  # k tasks already due
             editor.schedule_at("log", now - timedelta(seconds=1), {"due_now": i})
-        meter = runtime.store.meter
-        meter.reset()
+        meter = DynamoMeter(runtime.store)
         editor.schedule_at("log", now + timedelta(days=3), {"one": "more"})
         add_items = meter.total_items_read
         meter.reset()

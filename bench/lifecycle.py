@@ -12,6 +12,7 @@ import time_machine
 from bench.harness import emulated_aws
 from editor import Editor
 from nexttick.actions import build_registry
+from nexttick.store.meter import DynamoMeter
 from nexttick.worker import Worker
 
 # us-east-1 on-demand prices (USD): per million write / read request units, Lambda per GB-s.
@@ -39,12 +40,11 @@ def lifecycle(tasks: int, per_run: int) -> dict[str, Any]:
     with time_machine.travel(start, tick=False) as traveller, emulated_aws() as runtime:
         editor = Editor(runtime=runtime)
         registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
-        runtime.store.meter.reset()
+        meter = DynamoMeter(runtime.store)
         first = start + timedelta(days=1)
         dues = [first + timedelta(seconds=(i // per_run) * 600 + (i % per_run) * 0.01) for i in range(tasks)]
         for due in dues:
             editor.schedule_at("log", due, {"order": 1})
-        meter = runtime.store.meter
         create = (meter.total_write_units / tasks, meter.total_read_units / tasks)
         meter.reset()
         for batch in range(0, tasks, per_run):

@@ -2,7 +2,9 @@
 
 Units are computed with DynamoDB's sizing rules from the items actually read and written (a read
 unit per 4 KB per strongly consistent read, half for eventually consistent; a write unit per
-1 KB written), because emulators do not size them. Used by tests and `make bench`.
+1 KB written), because emulators do not size them. Used by tests and `make bench`, which attach it
+to the store they measure: a production client never carries it (the Lambda asset leaves this module
+out, infra/names.py DEV_ONLY_PATHS).
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nexttick.store.repository import TaskStore
 
 _WRITES = ("PutItem", "UpdateItem", "DeleteItem")
 
@@ -39,17 +44,17 @@ def item_size(item: dict[str, Any]) -> int:
 
 
 class DynamoMeter:
-    """Thread-safe tally of calls, items read and capacity units per operation."""
+    """Thread-safe tally of calls, items read and capacity units per operation of `store`'s client
+    (its models share one), from construction on."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: TaskStore) -> None:
         self._lock = threading.Lock()
         self._local = threading.local()
         self.calls: Counter[str] = Counter()
         self.items_read: Counter[str] = Counter()
         self.read_units: defaultdict[str, float] = defaultdict(float)
         self.write_units: defaultdict[str, float] = defaultdict(float)
-
-    def attach(self, client: Any) -> None:
+        client = store.models.task._get_connection().connection.client
         client.meta.events.register("before-parameter-build.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after_call)
 

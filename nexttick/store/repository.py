@@ -26,7 +26,6 @@ from pynamodb.expressions.condition import Condition
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
 from nexttick.store import keys
-from nexttick.store.meter import DynamoMeter
 from nexttick.store.models import BoundModels, LastRunAttribute, QueueItem, TaskItem, bind_models
 from nexttick.store.records import (
     EntryRef,
@@ -78,13 +77,11 @@ class TaskStore:
         self.models: BoundModels = bind_models(
             table_name, region=region, endpoint_url=endpoint_url, credentials=credentials
         )
-        self.meter = DynamoMeter()
         # The three models share one table and one connection (one botocore client: a client costs
         # ~0.25 s to build, which every Lambda cold start would pay three times otherwise).
         connection = self.models.task._get_connection()
         self.models.queue._connection = connection
         self.models.rule._connection = connection
-        self.meter.attach(connection.connection.client)
         self._pool = ThreadPoolExecutor(max_workers=min(16, shards), thread_name_prefix="nexttick-shard")
 
     @classmethod

@@ -19,6 +19,7 @@ from editor import (
     VersionMismatchError,
 )
 from nexttick.schedules import rule_expression
+from nexttick.store.meter import DynamoMeter
 from tests.support.oplog import OperationLog, all_entries
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)  # frozen_now
@@ -104,19 +105,18 @@ def test_list_reads_a_pages_tasks_in_one_consistent_batch(editor, runtime, froze
     # Given seven pending tasks
     for i in range(7):
         editor.schedule_in("log", 3600 + i)
-    store = runtime.store
-    store.meter.reset()
+    meter = DynamoMeter(runtime.store)
     # When a page of five is listed
     page = editor.list(limit=5)
     # Then the five tasks were read in one strongly consistent BatchGetItem, not five GetItems
     assert len(page.items) == 5 and page.next_cursor is not None
-    assert store.meter.calls["BatchGetItem"] == 1 and store.meter.calls["GetItem"] == 0
-    assert store.meter.items_read["BatchGetItem"] == 5
-    assert store.meter.read_units["BatchGetItem"] == 5.0  # one full unit each: consistent reads
+    assert meter.calls["BatchGetItem"] == 1 and meter.calls["GetItem"] == 0
+    assert meter.items_read["BatchGetItem"] == 5
+    assert meter.read_units["BatchGetItem"] == 5.0  # one full unit each: consistent reads
     # And the next page holds the remaining two, again in one batch
-    store.meter.reset()
+    meter.reset()
     assert len(editor.list(limit=5, cursor=page.next_cursor).items) == 2
-    assert store.meter.calls["BatchGetItem"] == 1
+    assert meter.calls["BatchGetItem"] == 1
 
 
 def test_list_skips_entries_of_changed_tasks(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]

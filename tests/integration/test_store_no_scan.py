@@ -3,7 +3,7 @@ any runtime path, and a create writes nothing that every create writes (no hot k
 
 Given 10,000 pending future tasks, the "what fires next" lookup (TaskStore.head) and the "what is
 due now" page (shard_entries(up_to=now) over all shards) read at most a small constant + k items
-for k due tasks. Items are counted by the store's meter, which hooks the real botocore client.
+for k due tasks. Items are counted by a meter on the store, which hooks the real botocore client.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from nexttick.store import QueueEntry, TaskRecord, TaskStore
+from nexttick.store.meter import DynamoMeter
 from nexttick.store.repository import HEAD_PAGE_SIZE
 from tests.support.oplog import OperationLog
 
@@ -54,6 +55,7 @@ def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # typ
     store.bulk_insert([_pending(f"future-{i:05d}", due, now) for i, due in enumerate(dues)], now)
     print(f"\nloaded {BACKLOG} pending tasks in {time.perf_counter() - started:.1f}s")
     log = OperationLog.attach(runtime)
+    meter = DynamoMeter(store)
     earliest_future = min(dues)
 
     due_ids: set[str] = set()
@@ -65,18 +67,18 @@ def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # typ
             due_ids.add(editor.schedule_at("log", now - timedelta(seconds=1 + n), {"due": n}).id)
 
         # When the worker asks "what fires next?"
-        store.meter.reset()
+        meter.reset()
         head = store.head()
-        head_items, head_calls = store.meter.total_items_read, dict(store.meter.calls)
+        head_items, head_calls = meter.total_items_read, dict(meter.calls)
         # Then it reads at most one small page per shard, whatever the backlog
         assert head == (now - timedelta(seconds=k) if k else earliest_future)
         assert head_items <= head_bound
         assert head_calls == {"Query": shards}
 
         # When the worker asks "what is due now?"
-        store.meter.reset()
+        meter.reset()
         page = _due_page(store, now)
-        page_items, page_calls = store.meter.total_items_read, dict(store.meter.calls)
+        page_items, page_calls = meter.total_items_read, dict(meter.calls)
         # Then it reads exactly the k due entries: nothing of the 10,000 future ones
         assert {e.task_id for e in page} == due_ids
         assert page_items <= k
@@ -85,30 +87,30 @@ def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # typ
     print(f"(k, items read by head(), items read by the due page) with {shards} shards:", measured)
 
     # And the editor's calls read bounded amounts and never scan either
-    store.meter.reset()
+    meter.reset()
     task = editor.schedule_in("log", 3 * 86400, {"to": "ada"})
-    create_items = store.meter.total_items_read
+    create_items = meter.total_items_read
     assert create_items <= 3  # the rule record (read, and twice around PutRule when it lowers)
-    store.meter.reset()
+    meter.reset()
     assert editor.get(task.id).id == task.id
-    assert store.meter.total_items_read == 1
+    assert meter.total_items_read == 1
     cursor = None
     per_shard = max(2, 20 // shards + 2)
     list_items = []
     for _ in range(2):  # the first page and the one after it
-        store.meter.reset()
+        meter.reset()
         listed = editor.list(limit=20, cursor=cursor)
         cursor = listed.next_cursor
         assert len(listed.items) == 20
-        assert store.meter.items_read["Query"] <= shards * per_shard + 20
-        assert store.meter.items_read["BatchGetItem"] == 20  # the listed tasks, in one round trip
-        assert store.meter.calls["BatchGetItem"] == 1 and store.meter.calls["GetItem"] == 0
-        list_items.append(store.meter.total_items_read)
-    store.meter.reset()
+        assert meter.items_read["Query"] <= shards * per_shard + 20
+        assert meter.items_read["BatchGetItem"] == 20  # the listed tasks, in one round trip
+        assert meter.calls["BatchGetItem"] == 1 and meter.calls["GetItem"] == 0
+        list_items.append(meter.total_items_read)
+    meter.reset()
     editor.reschedule(task.id, due=now + timedelta(days=1))
     editor.update(task.id, payload={"to": "grace"}, max_attempts=5)
     editor.cancel(task.id)
-    change_items = store.meter.total_items_read
+    change_items = meter.total_items_read
     assert change_items <= 8
     print(
         f"items read: create {create_items}, get 1, list pages {list_items}, "

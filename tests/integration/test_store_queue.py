@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from nexttick.store import TaskRecord, TaskStore
 from nexttick.store.keys import queue_sort_key, shard_of, split_queue_sort_key
+from nexttick.store.meter import DynamoMeter
 from nexttick.store.records import EntryRef, Occurrence
 from tests.support.oplog import all_entries
 
@@ -58,10 +59,10 @@ def test_shard_entries_are_in_run_time_order_and_bounded_by_up_to(runtime, froze
     # an after_key beyond up_to selects nothing, without sending the reversed BETWEEN that DynamoDB
     # rejects with a ValidationException (moto accepts it, so count the queries instead)
     last_key = queue_sort_key(NOW + timedelta(seconds=30), ids[0], "f" * 32)
-    store.meter.reset()
+    meter = DynamoMeter(store)
     assert list(store.shard_entries(0, up_to=NOW, after_key=last_key)) == []
-    assert store.meter.calls["Query"] == 0
-    assert "Scan" not in store.meter.calls
+    assert meter.calls["Query"] == 0
+    assert "Scan" not in meter.calls
 
 
 def test_discard_entry_only_with_its_own_token(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
