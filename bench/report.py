@@ -17,6 +17,9 @@ def render(results: dict[str, Any]) -> str:
         f"{results['machine']['cpus']} CPUs. AWS is emulated in-process (moto); capacity units are "
         "computed from the items read and written with DynamoDB's sizing rules.\n",
     ]
+    measured = {s: d for s, d in results.get("measured", {}).items() if s in results}
+    if measured:
+        out.append("Measured: " + ", ".join(f"{s} {d}" for s, d in measured.items()) + ".\n")
     if "backlog" in results:
         out.append("\n## Items read per add / per worker run vs backlog (baseline: the PoC's full scan)\n\n")
         out.append(

@@ -2,7 +2,7 @@
 
 make bench                      # everything (takes several minutes)
 python -m bench.run --quick     # smaller sizes, for a smoke run
-python -m bench.run --only burst,lifecycle
+python -m bench.run --only burst,lifecycle   # these sections; the others keep their latest figures
 """
 
 from __future__ import annotations
@@ -28,11 +28,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     args = parser.parse_args(argv)
     chosen = [s for s in args.only.split(",") if s]
-    results: dict[str, Any] = {
-        "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "system": platform.system()},
-    }
+    suffix = "-quick" if args.quick else ""
+    path = OUT / f"results{suffix}.json"
+    # A run of some sections keeps the others' latest figures (each section says when it ran).
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    results: dict[str, Any] = {section: previous[section] for section in SECTIONS if section in previous}
+    date = datetime.now(UTC).isoformat(timespec="seconds")
+    results.update(
+        command="python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+        date=date,
+        machine={"python": platform.python_version(), "cpus": os.cpu_count(), "system": platform.system()},
+        measured={
+            **{s: previous.get("date", "") for s in results if s in SECTIONS},
+            **previous.get("measured", {}),
+            **dict.fromkeys(chosen, date),
+        },
+    )
     if "backlog" in chosen:
         results["backlog"] = backlog.run((1_000, 10_000) if args.quick else (1_000, 10_000, 100_000))
     if "lifecycle" in chosen:
@@ -45,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         results["startup"] = startup.run(args.quick)
     if "keeper" in chosen:
         results["keeper"] = keeper.run(args.quick)
-    suffix = "-quick" if args.quick else ""
-    (OUT / f"results{suffix}.json").write_text(json.dumps(results, indent=2) + "\n")
+    path.write_text(json.dumps(results, indent=2) + "\n")
     (OUT / f"results{suffix}.md").write_text(report.render(results))
     print(report.render(results))
     return 0
