@@ -11,20 +11,14 @@ import time_machine
 from moto import mock_aws
 
 from nexttick.config import NextTickSettings
-from tests.support.aws import RecordingTrigger, create_resources
+from tests.support.aws import FAKE_AWS_ENV, RecordingTrigger, create_resources
 
 TEST_ACTIONS = {"log": {"type": "log"}, "hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}
 
 
 @pytest.fixture
 def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
+    for name, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(name, value)
     for name in [n for n in os.environ if n.startswith("NEXTTICK_")]:
         monkeypatch.delenv(name)

@@ -41,6 +41,7 @@ from typing import Any
 
 from moto import mock_aws  # before any boto3 session exists: sessions copy moto's handler when made
 
+from tests.support.aws import FAKE_AWS_ENV
 from tests.support.faults import (
     DELIVERIES,
     NO_FAULTS,
@@ -80,13 +81,6 @@ PHASE_SECONDS = 8.0
 BUSY_DUES = (5.0, 240.0)
 SPARSE_DUES = (120.0, 480.0)
 DUE_WITHIN = timedelta(seconds=SPARSE_DUES[1])  # virtual seconds a slow or timing-out call waits
-FAKE_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REGION": "us-east-1",
-}
 
 
 @dataclass
@@ -522,7 +516,7 @@ def fake_aws_environment() -> Iterator[None]:
     saved = dict(os.environ)
     for name in [n for n in os.environ if n.startswith("NEXTTICK_")]:
         del os.environ[name]
-    os.environ.update(FAKE_CREDENTIALS)
+    os.environ.update(FAKE_AWS_ENV)
     try:
         yield
     finally:

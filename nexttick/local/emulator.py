@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from moto.core import DEFAULT_ACCOUNT_ID
+
 from nexttick.aws import parse_rule_minute
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.timeutil import floor_minute
@@ -151,7 +153,7 @@ class EventBridgeEmulator:
             "id": str(uuid.uuid4()),
             "detail-type": "Scheduled Event",
             "source": "aws.events",
-            "account": "123456789012",
+            "account": DEFAULT_ACCOUNT_ID,
             "time": minute.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "region": self.client.meta.region_name,
             "resources": [self._arn] if self._arn else [],

@@ -18,12 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from moto.core import DEFAULT_ACCOUNT_ID
+
 from nexttick.clock import SystemClock
 
 logger = logging.getLogger("local-stack")
 
 Handler = Callable[[dict[str, Any], Any], Any]
-ACCOUNT_ID = "123456789012"
 # Lambda retries a failed asynchronous invocation twice, about one and two minutes later.
 ASYNC_RETRY_DELAYS: tuple[float, ...] = (60.0, 120.0)
 
@@ -34,7 +35,7 @@ class LambdaContext:
     def __init__(self, function_name: str, timeout_seconds: float, region: str, memory_mb: int = 512) -> None:
         self.function_name = function_name
         self.function_version = "$LATEST"
-        self.invoked_function_arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{function_name}"
+        self.invoked_function_arn = f"arn:aws:lambda:{region}:{DEFAULT_ACCOUNT_ID}:function:{function_name}"
         self.memory_limit_in_mb = memory_mb
         self.aws_request_id = str(uuid.uuid4())
         self.log_group_name = f"/aws/lambda/{function_name}"

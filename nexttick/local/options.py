@@ -25,6 +25,12 @@ PORT_SETTINGS = {
     "moto_port": "NEXTTICK_MOTO_PORT / --moto-port",
     "lambda_port": "NEXTTICK_LAMBDA_PORT",
 }
+# Credentials for the emulator only: nothing using them can reach real AWS.
+EMULATOR_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
 
 
 def state_dir_from(environ: Mapping[str, str], flag: str | None = None) -> Path:
@@ -138,9 +144,7 @@ def handler_environment(
         env["NEXTTICK_WEBHOOK_ALLOWLIST"] = DEFAULT_WEBHOOK_ALLOWLIST
     env.update(
         {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_SESSION_TOKEN": "testing",
+            **EMULATOR_CREDENTIALS,
             "AWS_REGION": options.region,
             "AWS_DEFAULT_REGION": options.region,
             "NEXTTICK_ENDPOINT_URL": moto_url,

@@ -33,6 +33,7 @@ from nexttick.local.motoserver import FROZEN_PASS_HEADER, EmulatedState, MotoSer
 from nexttick.local.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_WORKER_TIMEOUT_SECONDS,
+    EMULATOR_CREDENTIALS,
     PORT_SETTINGS,
     LocalOptions,
     handler_environment,
@@ -52,11 +53,6 @@ LOCK_FILE = "lock"
 EXIT_INVALID_CONFIG = 2
 EXIT_PORT_BUSY = 3
 EXIT_ALREADY_RUNNING = 4
-_FAKE_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-}
 
 
 def _mark_snapshot_request(request: Any, **_: Any) -> None:
@@ -187,7 +183,7 @@ class LocalStack:
         # Nothing in this process may reach real AWS: fake credentials, before any client exists.
         for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
             os.environ.pop(name, None)
-        os.environ.update(_FAKE_CREDENTIALS)
+        os.environ.update(EMULATOR_CREDENTIALS)
         os.environ["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"] = opts.region
         self.moto = MotoServer(opts.moto_port).start()
         session = boto3.session.Session(region_name=opts.region)
@@ -289,7 +285,7 @@ class LocalStack:
             k: v
             for k, v in os.environ.items()
             if k.startswith("NEXTTICK_")
-            or k in _FAKE_CREDENTIALS
+            or k in EMULATOR_CREDENTIALS
             or k in ("AWS_REGION", "AWS_DEFAULT_REGION")
         }
         return {

@@ -10,14 +10,7 @@ import pytest
 from moto import mock_aws
 
 from tests.support.api import LambdaApi
-
-FAKE_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REGION": "us-east-1",
-}
+from tests.support.aws import FAKE_AWS_ENV
 
 
 @pytest.fixture
@@ -46,7 +39,7 @@ def shared_api() -> Iterator[LambdaApi]:
     with pytest.MonkeyPatch.context() as patch:
         for name in [n for n in os.environ if n.startswith("NEXTTICK_")]:
             patch.delenv(name)
-        for name, value in FAKE_CREDENTIALS.items():
+        for name, value in FAKE_AWS_ENV.items():
             patch.setenv(name, value)
         with mock_aws(config={"lambda": {"use_docker": False}}):
             settings = NextTickSettings(queue_shards=4, actions_config=TEST_ACTIONS)

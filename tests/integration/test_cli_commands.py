@@ -23,6 +23,7 @@ from nexttick.cli.target import local_stack_environment
 from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME, MAX_PAYLOAD_BYTES
 from nexttick.local import endpoints
+from tests.support.aws import FAKE_AWS_ENV
 from tests.support.local import Recorder, client, create_table_and_rule, local_worker, moto_server
 
 
@@ -37,9 +38,7 @@ def local(aws_credentials: None, tmp_path: Path) -> Iterator[tuple[Path, Recorde
             "NEXTTICK_LAMBDA_ENDPOINT_URL": endpoint.url,
             "NEXTTICK_ACTIONS_CONFIG": json.dumps({"log": {"type": "log"}}),
             "NEXTTICK_ACTIONS": json.dumps({"hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}),
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
+            **FAKE_AWS_ENV,
         }
         endpoints.write(tmp_path, {"pid": os.getpid(), "api_url": "http://127.0.0.1:1", "env": env})
         yield tmp_path, recorder, events

@@ -12,12 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.aws import FAKE_AWS_ENV
+
 NEXTTICK = Path(sys.executable).parent / "nexttick"
-FAKE_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_REGION": "us-east-1",
-}
 
 
 def nexttick(cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -90,7 +87,7 @@ def test_a_stopped_stacks_sourced_env_names_the_endpoint(tmp_path: Path) -> None
     # Given a shell that sourced .nexttick/env of a stack that has since stopped
     endpoint = f"http://127.0.0.1:{closed_port()}"
     env = {
-        **FAKE_CREDENTIALS,
+        **FAKE_AWS_ENV,
         "NEXTTICK_ENDPOINT_URL": endpoint,
         "NEXTTICK_ACTIONS_CONFIG": '{"log": {"type": "log"}}',
     }

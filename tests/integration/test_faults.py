@@ -24,7 +24,7 @@ import pytest
 from moto import mock_aws
 
 from editor import Editor, TaskSpec
-from tests.integration.conftest import FAKE_CREDENTIALS
+from tests.support.aws import FAKE_AWS_ENV
 from tests.support.faults import (
     DELIVERIES,
     NO_FAULTS,
@@ -73,7 +73,7 @@ class Worlds:
             patch = self._stack.enter_context(pytest.MonkeyPatch.context())
             for name in [n for n in os.environ if n.startswith("NEXTTICK_")]:
                 patch.delenv(name)
-            for name, value in FAKE_CREDENTIALS.items():
+            for name, value in FAKE_AWS_ENV.items():
                 patch.setenv(name, value)
             self._stack.enter_context(mock_aws(config={"lambda": {"use_docker": False}}))
             world = World(world_settings(), SimClock(START), seed=11, keeper=kind != "keeperless")
