@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from moto.core import DEFAULT_ACCOUNT_ID
+
 LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
 logger = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ class LambdaContext:
     function_version: str = "$LATEST"
     memory_limit_in_mb: int = 256
     region: str = "us-east-1"
-    account_id: str = "123456789012"
+    account_id: str = DEFAULT_ACCOUNT_ID
     _deadline: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
@@ -109,7 +111,7 @@ def build_event(
     source_ip: str = "127.0.0.1",
     request_id: str | None = None,
     api_id: str = "local",
-    account_id: str = "123456789012",
+    account_id: str = DEFAULT_ACCOUNT_ID,
 ) -> dict[str, Any]:
     """An API Gateway REST proxy event (payload format 1.0) for one HTTP request.
 
