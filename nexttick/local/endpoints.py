@@ -19,9 +19,11 @@ ENV_FILE = "env"
 
 def write(state_dir: Path, info: dict[str, Any]) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
+    # local.json last: it says the stack is up (to the CLI and to whoever waits for it), so the env
+    # file must already be in place when it appears.
     for name, text in (
-        (LOCAL_FILE, json.dumps(info, indent=2) + "\n"),
         (ENV_FILE, "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(info["env"].items()))),
+        (LOCAL_FILE, json.dumps(info, indent=2) + "\n"),
     ):
         tmp = state_dir / f".{name}.tmp"
         tmp.write_text(text)
