@@ -10,12 +10,14 @@ Only the local stack calls `configure`: in Lambda the handlers log Powertools JS
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from aws_lambda_powertools.logging.filters import SuppressFilter
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
@@ -56,9 +58,54 @@ CONTEXT_KEYS = frozenset(
 _MARKED_LEVELS = frozenset({"WARNING", "ERROR", "CRITICAL"})
 
 
+class WholeLines(io.TextIOBase):
+    """A stream many threads print to that only ever passes whole lines on, each flushed at once.
+
+    `print` writes its text and its newline as two writes, and Powertools prints a metrics blob
+    with `print` while another thread's logger writes its line: without this, the two land on one
+    line. Each thread's text waits in its own buffer until it ends a line; lines go out under one
+    lock shared by stdout and stderr (which may be the same file)."""
+
+    def __init__(self, target: TextIO, lock: threading.Lock) -> None:
+        super().__init__()
+        self._target, self._lock, self._pending = target, lock, threading.local()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._target.encoding
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+    def write(self, text: str) -> int:
+        lines, newline, rest = (getattr(self._pending, "text", "") + text).rpartition("\n")
+        self._pending.text = rest
+        if newline:
+            with self._lock:
+                self._target.write(lines + newline)
+                self._target.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._target.flush()
+
+
 def configure(log_format: str) -> None:
-    """The process's logging for the local stack (before any handler runs): root for the stack's own
-    lines, and the handlers' Powertools logger in `log_format`."""
+    """The process's output for the local stack (before any handler runs): whole lines only on
+    stdout and stderr, root logging for the stack's own lines, and the handlers' Powertools logger
+    in `log_format`."""
+    lines = threading.Lock()
+    sys.stdout, sys.stderr = WholeLines(sys.stdout, lines), WholeLines(sys.stderr, lines)
+    handler = powertools_logger.registered_handler
+    if isinstance(handler, logging.StreamHandler):
+        handler.setStream(sys.stdout)
     root = logging.StreamHandler()
     # The Powertools logger prints its tree's records itself (what Powertools does to the root
     # handlers it finds when it is created — there were none yet).

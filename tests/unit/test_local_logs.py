@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 from lambdas.api import handler as api_handler
 from nexttick.cli.main import build_parser
 from nexttick.local.lambdas import LambdaContext
-from nexttick.local.logs import StackFormatter, human_format
+from nexttick.local.logs import StackFormatter, WholeLines, human_format
 from nexttick.local.options import LocalOptions, handler_environment
 from nexttick.observability import inject_lambda_context
 from nexttick.observability import metrics as powertools_metrics
@@ -214,3 +215,18 @@ def test_with_metrics_off_the_api_handler_prints_no_metrics_and_warns_nothing(
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     api.get("/health")
     assert '"_aws"' in capsys.readouterr().out
+
+
+def test_a_line_half_printed_by_one_thread_is_not_split_by_another_threads_line() -> None:
+    # Given the stack's stdout, and a thread that has printed its text but not yet its newline
+    # (as `print` does: two writes), like Powertools printing a metrics blob
+    target = io.StringIO()
+    stdout = WholeLines(target, threading.Lock())
+    stdout.write('{"_aws": {}}')
+    # When another thread's logger writes its whole line meanwhile
+    other = threading.Thread(target=stdout.write, args=('{"message": "worker invoked"}\n',))
+    other.start()
+    other.join()
+    stdout.write("\n")
+    # Then each line is whole: the other thread's line first, then the blob, never one glued line
+    assert target.getvalue().splitlines() == ['{"message": "worker invoked"}', '{"_aws": {}}']
