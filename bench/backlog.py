@@ -10,8 +10,8 @@ import boto3
 
 from bench.harness import bulk_load, emulated_aws
 from editor import Editor
+from local.meter import DynamoMeter
 from nexttick.actions import build_registry
-from nexttick.store.meter import DynamoMeter
 from nexttick.worker import Worker
 
 DUE_NOW = 10

@@ -11,8 +11,8 @@ import time_machine
 
 from bench.harness import emulated_aws
 from editor import Editor
+from local.meter import DynamoMeter
 from nexttick.actions import build_registry
-from nexttick.store.meter import DynamoMeter
 from nexttick.worker import Worker
 
 # us-east-1 on-demand prices (USD): per million write / read request units, Lambda per GB-s.

@@ -3,8 +3,8 @@
 Dependencies come from requirements.txt as wheels for the Lambda platform (`pip install --platform
 manylinux... --only-binary=:all:`, so compiled packages such as pydantic-core get the Lambda
 build), installed once per (requirements, architecture, Python) into build/deps/<hash>/. The asset is
-that directory plus the runtime packages (nexttick/, editor/, lambdas/ — .py files only, no tests,
-no bytecode, none of the developer tooling in `names.DEV_ONLY_PATHS`), assembled under
+that directory plus the runtime packages (nexttick/, editor/, lambdas/ — .py files only, no
+bytecode; the developer tooling lives in packages of its own), assembled under
 build/lambda/<hash>/ and handed to CDK with that hash, so unchanged code keeps the same asset and
 repeated synths skip pip entirely.
 """
@@ -47,12 +47,6 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()[:20]
 
 
-def _is_dev_only(rel: Path) -> bool:
-    """Whether `rel` (relative to the repo root) is developer tooling: one of `names.DEV_ONLY_PATHS`
-    or a file under one."""
-    return any(rel == dev or dev in rel.parents for dev in map(Path, names.DEV_ONLY_PATHS))
-
-
 def runtime_files(root: Path) -> list[Path]:
     """The runtime source files shipped to Lambda, relative to `root`, sorted."""
     files: list[Path] = []
@@ -62,12 +56,7 @@ def runtime_files(root: Path) -> list[Path]:
             continue
         for path in base.rglob("*"):
             rel = path.relative_to(root)
-            if (
-                path.is_file()
-                and path.suffix in _RUNTIME_SUFFIXES
-                and "__pycache__" not in rel.parts
-                and not _is_dev_only(rel)
-            ):
+            if path.is_file() and path.suffix in _RUNTIME_SUFFIXES and "__pycache__" not in rel.parts:
                 files.append(rel)
     return sorted(files)
 

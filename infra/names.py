@@ -22,16 +22,9 @@ API_HANDLER = "lambdas/api/handler.handler"
 KEEPER_HANDLER = "lambdas/keeper/handler.handler"
 # Packages shipped in the Lambda asset (runtime code only) and the requirements file bundled with them.
 RUNTIME_PACKAGES = ("nexttick", "editor", "lambdas")
-# Developer tooling inside those packages, never shipped: the local stack, the CLI (module or
-# package), the local API Gateway adapter and the DynamoDB meter of tests and the bench. No runtime
-# module imports them (tests/infrastructure/test_asset.py imports each handler from the asset alone).
-DEV_ONLY_PATHS = (
-    "nexttick/local",
-    "nexttick/cli.py",
-    "nexttick/cli",
-    "nexttick/api/gateway.py",
-    "nexttick/store/meter.py",
-)
+# Developer tooling (the local stack, the CLI, the API Gateway adapter, the DynamoDB meter; the
+# bench): top-level packages of their own, never in the asset (tests/infrastructure/test_asset.py).
+DEV_PACKAGES = ("local", "bench")
 REQUIREMENTS_FILE = "requirements.txt"
 BUILD_DIR = "build"
 LAMBDA_PYTHON_VERSION = "3.12"

@@ -12,7 +12,7 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 
 from editor import Editor
-from nexttick.api.app import build_app
+from lambdas.api.app import build_app
 from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
 
 # Polled by load balancers, scripts and the local stack's tooling: its request line is DEBUG only.

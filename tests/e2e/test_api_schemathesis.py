@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from nexttick.api.app import RESOURCES, build_app
-from nexttick.api.gateway import serve
+from lambdas.api.app import RESOURCES, build_app
+from local.gateway import serve
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent

@@ -1,4 +1,4 @@
-"""The Lambda asset holds runtime code only: no developer tooling (`names.DEV_ONLY_PATHS`), and each
+"""The Lambda asset holds runtime code only: no developer tooling (`names.DEV_PACKAGES`), and each
 handler imports from the asset's files alone, so a runtime import of dev-only code fails here
 rather than in a cold start."""
 
@@ -42,9 +42,9 @@ def _module(handler: str) -> str:
 def test_asset_file_list_leaves_out_developer_tooling_and_holds_the_handlers() -> None:
     # Given the files the asset is built from
     files = {path.as_posix() for path in runtime_files(PROJECT_ROOT)}
-    # Then none is developer tooling
-    dev_only = [f for f in files for dev in names.DEV_ONLY_PATHS if f == dev or f.startswith(f"{dev}/")]
-    assert dev_only == []
+    # Then each is in a runtime package, none is developer tooling
+    assert {f.split("/")[0] for f in files} == set(names.RUNTIME_PACKAGES)
+    assert not set(names.RUNTIME_PACKAGES) & set(names.DEV_PACKAGES)
     # ... and the three handlers are there
     for handler in HANDLERS:
         assert f"{_module(handler).replace('.', '/')}.py" in files, handler

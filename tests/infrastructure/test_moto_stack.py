@@ -158,8 +158,8 @@ def test_one_task_runs_end_to_end_through_the_handlers_on_the_created_stack(
 ) -> None:
     from editor import Editor
     from lambdas.api import handler as api_handler
+    from lambdas.api.app import build_app
     from lambdas.worker import handler as worker_handler
-    from nexttick.api.app import build_app
 
     # Given the handlers configured by the stack's environment (fresh per test, as a new container)
     monkeypatch.setattr(api_handler, "app", build_app(Editor.from_env))

@@ -17,7 +17,7 @@ from tests.support.aws import FAKE_AWS_ENV
 def api(editor, monkeypatch: pytest.MonkeyPatch) -> LambdaApi:  # type: ignore[no-untyped-def]
     """The API Lambda handler, its editor injected (moto-backed), called with REST proxy events."""
     from lambdas.api import handler as module
-    from nexttick.api.app import build_app
+    from lambdas.api.app import build_app
 
     monkeypatch.setattr(module, "app", build_app(lambda: editor))
     return LambdaApi(module.handler)
@@ -30,7 +30,7 @@ def shared_api() -> Iterator[LambdaApi]:
     chain (`aws`, `editor`, `api`) in one module: moto state would be shared between them."""
     from editor import Editor
     from lambdas.api import handler as module
-    from nexttick.api.app import build_app
+    from lambdas.api.app import build_app
     from nexttick.config import NextTickSettings
     from nexttick.runtime import Runtime
     from tests.conftest import TEST_ACTIONS

@@ -8,8 +8,8 @@ from urllib.parse import urljoin
 import pytest
 import requests
 
-from nexttick.api.app import RESOURCES
-from nexttick.api.gateway import serve
+from lambdas.api.app import RESOURCES
+from local.gateway import serve
 from tests.support.api import LambdaApi
 
 DOCUMENTS = ["/openapi.json", "/docs?format=json"]  # the second is the one Swagger UI embeds

@@ -10,7 +10,7 @@ from typing import Any
 
 import requests
 
-from nexttick.api.gateway import build_event, serve
+from local.gateway import build_event, serve
 
 
 class Recorder:

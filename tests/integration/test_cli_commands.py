@@ -18,11 +18,11 @@ from unittest import mock
 import pytest
 
 from editor import Editor
-from nexttick.cli.main import main
-from nexttick.cli.target import local_stack_environment
+from local import endpoints
+from local.cli.main import main
+from local.cli.target import local_stack_environment
 from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME, MAX_PAYLOAD_BYTES
-from nexttick.local import endpoints
 from tests.support.aws import FAKE_AWS_ENV
 from tests.support.local import Recorder, client, create_table_and_rule, local_worker, moto_server
 

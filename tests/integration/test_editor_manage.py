@@ -18,8 +18,8 @@ from editor import (
     ValidationError,
     VersionMismatchError,
 )
+from local.meter import DynamoMeter
 from nexttick.schedules import rule_expression
-from nexttick.store.meter import DynamoMeter
 from tests.support.oplog import OperationLog, all_entries
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)  # frozen_now

@@ -21,10 +21,10 @@ import pytest
 
 from editor import Editor, TaskSpec
 from lambdas.keeper import handler as keeper_handler
+from local.lambdas import LambdaContext
 from nexttick.aws import parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK
-from nexttick.local.lambdas import LambdaContext
 from nexttick.runtime import Runtime
 from tests.support.aws import RecordingTrigger
 

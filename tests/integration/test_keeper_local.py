@@ -1,4 +1,4 @@
-"""The local stack's keeper trigger (nexttick.local.keeper) on a real moto server over HTTP: it reads
+"""The local stack's keeper trigger (local.keeper) on a real moto server over HTTP: it reads
 the table's stream through the DynamoDB Streams API, is woken by the server's writes (no polling:
 the safety re-read is set to a minute here), starts at the end of the stream, and retries a failing
 batch before giving up on it and moving on."""
@@ -17,12 +17,12 @@ import requests
 
 from editor import Editor, TaskSpec
 from lambdas.keeper import handler as keeper_handler
+from local.keeper import LocalKeeper
+from local.lambdas import LocalFunction
+from local.motoserver import MotoServer
 from nexttick.aws import parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION
-from nexttick.local.keeper import LocalKeeper
-from nexttick.local.lambdas import LocalFunction
-from nexttick.local.motoserver import MotoServer
 from nexttick.runtime import Runtime
 from nexttick.store import TaskStore
 from tests.conftest import TEST_ACTIONS

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from local.emulator import EventBridgeEmulator, FiringPolicy
 from nexttick.aws import EventBridgeRule
-from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
 from tests.support.local import SettableClock, client, moto_server
 
 RULE = "nexttick-next-due"

@@ -22,10 +22,10 @@ import requests
 from botocore.exceptions import ClientError
 
 from editor import Editor
+from local import journal, state
+from local.motoserver import EmulatedState, MotoServer
 from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
-from nexttick.local import journal, state
-from nexttick.local.motoserver import EmulatedState, MotoServer
 from tests.support.local import client, create_table_and_rule, local_worker, moto_server
 
 COUNTER_KEY = {"pk": {"S": "COUNTER"}, "sk": {"S": "C"}}

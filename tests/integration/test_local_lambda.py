@@ -11,8 +11,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from local.lambdas import LambdaContext
 from nexttick.aws import LambdaWorkerTrigger
-from nexttick.local.lambdas import LambdaContext
 from tests.support.local import local_worker
 
 

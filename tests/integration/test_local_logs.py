@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from lambdas.worker import handler as worker_handler
+from local.logs import human_format
 from nexttick.config import NextTickSettings
-from nexttick.local.logs import human_format
 from nexttick.observability import logger
 from tests.support.api import LambdaApi
 from tests.support.worker import ACTIONS, FakeContext, WorkerEnv, make_env, make_moto_atomic

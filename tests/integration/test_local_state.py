@@ -17,11 +17,11 @@ import requests
 from botocore.exceptions import EndpointConnectionError
 
 from editor import Editor
+from local import state
+from local.motoserver import EmulatedState, MotoServer
+from local.stack import _mark_snapshot_request
 from nexttick.config import NextTickSettings
 from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME
-from nexttick.local import state
-from nexttick.local.motoserver import EmulatedState, MotoServer
-from nexttick.local.stack import _mark_snapshot_request
 from tests.support.local import client, create_table_and_rule, local_worker, moto_server
 
 

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from local.meter import DynamoMeter
 from nexttick.store import QueueEntry, TaskRecord, TaskStore
-from nexttick.store.meter import DynamoMeter
 from nexttick.store.repository import HEAD_PAGE_SIZE
 from tests.support.oplog import OperationLog
 

@@ -7,9 +7,9 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from local.meter import DynamoMeter
 from nexttick.store import TaskRecord, TaskStore
 from nexttick.store.keys import queue_sort_key, shard_of, split_queue_sort_key
-from nexttick.store.meter import DynamoMeter
 from nexttick.store.records import EntryRef, Occurrence
 from tests.support.oplog import all_entries
 

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from nexttick.api.app import RESOURCES
-from nexttick.api.gateway import LambdaContext, build_event
+from lambdas.api.app import RESOURCES
+from local.gateway import LambdaContext, build_event
 
 _NO_BODY: Any = object()
 

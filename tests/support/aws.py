@@ -9,9 +9,9 @@ from typing import Any
 
 import boto3
 
+from local.options import EMULATOR_CREDENTIALS
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION
-from nexttick.local.options import EMULATOR_CREDENTIALS
 
 # The environment of every test that talks to moto: its credentials and one region.
 FAKE_AWS_ENV = {**EMULATOR_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}

@@ -738,7 +738,7 @@ class StreamFeed:
     def __init__(
         self, world: World, container: Container, *, batch_size: int = 100, retries: int = 5
     ) -> None:
-        from nexttick.local.keeper import lambda_record, passes_filters
+        from local.keeper import lambda_record, passes_filters
 
         self.world = world
         self.container = container
@@ -791,7 +791,7 @@ class StreamFeed:
         return delivered
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
-        from nexttick.local.lambdas import LambdaContext
+        from local.lambdas import LambdaContext
 
         self.batches += 1
         self.records += len(batch)

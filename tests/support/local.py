@@ -13,8 +13,8 @@ from typing import Any
 import boto3
 import requests
 
-from nexttick.local.lambdas import InvokeEndpoint, LocalFunction
-from nexttick.local.motoserver import MotoServer
+from local.lambdas import InvokeEndpoint, LocalFunction
+from local.motoserver import MotoServer
 
 
 class SettableClock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nexttick.api.openapi import DEFAULT_PATH, generated
+from lambdas.api.openapi import DEFAULT_PATH, generated
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lambdas.api import models
+from local.cli.format import describe_schedule, format_duration, relative, render_table, render_task
+from local.cli.main import build_parser, main
 from nexttick import errors
-from nexttick.api import models
-from nexttick.cli.format import describe_schedule, format_duration, relative, render_table, render_task
-from nexttick.cli.main import build_parser, main
 
 NOW = datetime(2030, 1, 7, 9, 0, 0, tzinfo=UTC)
 

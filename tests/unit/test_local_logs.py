@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from lambdas.api import handler as api_handler
-from nexttick.cli.main import build_parser
-from nexttick.local.lambdas import LambdaContext
-from nexttick.local.logs import StackFormatter, WholeLines, human_format
-from nexttick.local.options import LocalOptions, handler_environment
+from local.cli.main import build_parser
+from local.lambdas import LambdaContext
+from local.logs import StackFormatter, WholeLines, human_format
+from local.options import LocalOptions, handler_environment
 from nexttick.observability import inject_lambda_context
 from nexttick.observability import metrics as powertools_metrics
 from tests.support.api import LambdaApi

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nexttick.local.emulator import FiringPolicy
-from nexttick.local.options import LocalOptions, handler_environment
+from local.emulator import FiringPolicy
+from local.options import LocalOptions, handler_environment
 
 NAMES = {"table": "t", "rule": "r", "worker_function": "w"}
 

@@ -22,15 +22,12 @@ from typing import IO, Any
 import boto3
 from pydantic import ValidationError as SettingsValidationError
 
-from nexttick import constants
-from nexttick.actions import ActionConfigError, ActionRegistry, build_registry
-from nexttick.config import NextTickSettings, get_settings
-from nexttick.local import endpoints, logs, resources, state
-from nexttick.local.emulator import EventBridgeEmulator, FiringPolicy
-from nexttick.local.keeper import LocalKeeper
-from nexttick.local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
-from nexttick.local.motoserver import FROZEN_PASS_HEADER, EmulatedState, MotoServer
-from nexttick.local.options import (
+from local import endpoints, logs, resources, state
+from local.emulator import EventBridgeEmulator, FiringPolicy
+from local.keeper import LocalKeeper
+from local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
+from local.motoserver import FROZEN_PASS_HEADER, EmulatedState, MotoServer
+from local.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_WORKER_TIMEOUT_SECONDS,
     EMULATOR_CREDENTIALS,
@@ -38,6 +35,9 @@ from nexttick.local.options import (
     LocalOptions,
     handler_environment,
 )
+from nexttick import constants
+from nexttick.actions import ActionConfigError, ActionRegistry, build_registry
+from nexttick.config import NextTickSettings, get_settings
 from nexttick.runtime import Runtime
 
 logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
@@ -243,8 +243,8 @@ class LocalStack:
         # The keeper keeps what is written from here on; the sync invocation below covers the restore.
         keeper = LocalKeeper.for_stack(self.moto, clients["cloudformation"], names.table, opts.region)
         self.keeper = keeper.start()
-        from nexttick.api.app import RESOURCES
-        from nexttick.api.gateway import serve
+        from lambdas.api.app import RESOURCES
+        from local.gateway import serve
 
         self.api = serve(
             _load(API_HANDLER),

@@ -37,8 +37,8 @@ def local_stack_environment(
     None to use the environment as it is: with `--aws`, `--endpoint-url` or NEXTTICK_ENDPOINT_URL,
     or a table named by NEXTTICK_TABLE. TargetError otherwise: without a stack a newcomer's command
     would reach for AWS credentials they do not have."""
-    from nexttick.local import endpoints
-    from nexttick.local.options import state_dir_from
+    from local import endpoints
+    from local.options import state_dir_from
 
     if aws or endpoint_url or environ.get("NEXTTICK_ENDPOINT_URL"):
         return None

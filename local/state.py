@@ -1,7 +1,7 @@
 """The local stack's state across restarts and crashes: every table item and the rule.
 
 Two files in the state directory: `state.json`, a snapshot (written atomically: temp file, fsync,
-rename, directory fsync), and the journal (nexttick.local.journal): the after-images of every write
+rename, directory fsync), and the journal (local.journal): the after-images of every write
 the emulator acknowledged since that snapshot, fsynced before the response left. On start the
 snapshot plus the journal entries after its `journal_seq` are the state; a `SIGKILL` at any moment
 loses nothing acknowledged.
@@ -14,7 +14,7 @@ while the items are copied has an entry after `seq`, and replaying an after-imag
 the snapshot plus the entries after `seq` is exact whatever the copy caught. A crash before the
 rename leaves the old snapshot and every segment; after it, the entries up to `seq` are skipped.
 
-Restored into a fresh emulator directly (nexttick.local.motoserver.EmulatedState), not through the
+Restored into a fresh emulator directly (local.motoserver.EmulatedState), not through the
 server: nothing restored is journaled again, and 10,000 tasks take well under a second. Items whose
 TTL has passed are dropped, as DynamoDB would have done. The rule record's waiter claim is dropped
 too: no invocation of the stopped process is still sleeping for the head, and a claim left in place
@@ -34,6 +34,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from local import journal
+from local.motoserver import RULE_CHANGING_TARGETS, EmulatedState
 from nexttick.constants import (
     PARTITION_KEY,
     RULE_STATE_PK,
@@ -43,8 +45,6 @@ from nexttick.constants import (
     TASK_SK,
     TTL_ATTRIBUTE,
 )
-from nexttick.local import journal
-from nexttick.local.motoserver import RULE_CHANGING_TARGETS, EmulatedState
 
 logger = logging.getLogger("local-stack")
 

@@ -24,9 +24,9 @@ from typing import Any
 import boto3
 
 from infra import names
-from nexttick.local import resources
-from nexttick.local.lambdas import LocalFunction
-from nexttick.local.motoserver import MotoServer
+from local import resources
+from local.lambdas import LocalFunction
+from local.motoserver import MotoServer
 from nexttick.store.streams import ItemKind, item_kind
 
 logger = logging.getLogger("local-stack")

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from nexttick.cli.format import describe_schedule, format_when, render_table, render_task
-from nexttick.cli.target import Target
+from local.cli.format import describe_schedule, format_when, render_table, render_task
+from local.cli.target import Target
 from nexttick.errors import ErrorCode, ValidationError
 from nexttick.timeutil import rfc3339
 
@@ -201,10 +201,10 @@ def cmd_sync(args: argparse.Namespace, target: Target, out: Output) -> int:
 
 def cmd_local(args: argparse.Namespace, target: Target, out: Output) -> int:
     """The local stack is what other commands target: it has no target of its own."""
-    from nexttick.local.options import LocalOptions
+    from local.options import LocalOptions
 
     try:
-        from nexttick.local.stack import run
+        from local.stack import run
     except ImportError as exc:  # moto[server] is a development dependency
         raise SystemExit(
             f"error: the local stack needs the development dependencies ({exc}); run `make run`"

@@ -39,7 +39,7 @@ _FROZEN_PASS_ENVIRON = "HTTP_" + FROZEN_PASS_HEADER.upper().replace("-", "_")
 
 
 class WriteRecorder(Protocol):
-    """Makes acknowledged writes durable (nexttick.local.state.LocalState)."""
+    """Makes acknowledged writes durable (local.state.LocalState)."""
 
     def watches(self, target: str | None) -> bool:
         """Whether a request with this X-Amz-Target may change what is recorded."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import binascii
 import json
-import logging
 import re
 import threading
 import traceback
@@ -35,7 +34,7 @@ from pynamodb.exceptions import PynamoDBException
 
 from editor import Editor, TaskChanges, TaskSpec
 from editor.models import Task
-from nexttick.api.models import (
+from lambdas.api.models import (
     CREATE_EXAMPLES,
     CURSOR_REGEX,
     IF_MATCH_REGEX,
@@ -53,9 +52,8 @@ from nexttick.api.models import (
 )
 from nexttick.constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
 from nexttick.errors import ConflictError, NextTickError, VersionMismatchError
+from nexttick.observability import logger
 from nexttick.store import TaskStatus
-
-logger = logging.getLogger(__name__)
 
 TITLE = "nexttick"
 API_VERSION = "1.0.0"

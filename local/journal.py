@@ -3,7 +3,7 @@
 An entry holds the after-images of what one successful request changed (every item it wrote, as
 moto stored it, or None where it deleted; the rule, when it changed) rather than the request, so
 replaying an entry twice gives what replaying it once gives. That lets a snapshot be taken while
-writes go on (nexttick.local.state) and makes replay exact: it never re-evaluates a condition.
+writes go on (local.state) and makes replay exact: it never re-evaluates a condition.
 
 Entries live in segment files `journal-<first seq>.log`, one line each,
 `<crc32 of the JSON, 8 hex> <JSON>\\n`, appended with one write() under the server's serial lock

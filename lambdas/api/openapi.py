@@ -1,4 +1,4 @@
-"""Write (or check) the committed OpenAPI document: `python -m nexttick.api.openapi [--check] [PATH]`."""
+"""Write (or check) the committed OpenAPI document: `python -m lambdas.api.openapi [--check] [PATH]`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nexttick.api.app import build_app, openapi_text
+from lambdas.api.app import build_app, openapi_text
 
 DEFAULT_PATH = Path("docs/openapi.json")
 

@@ -7,7 +7,7 @@ import argparse
 import os
 from collections.abc import Callable, Sequence
 
-from nexttick.cli.commands import (
+from local.cli.commands import (
     Output,
     cmd_add,
     cmd_cancel,
@@ -17,7 +17,7 @@ from nexttick.cli.commands import (
     cmd_show,
     cmd_sync,
 )
-from nexttick.cli.target import Target, TargetError
+from local.cli.target import Target, TargetError
 from nexttick.errors import ErrorCode, NextTickError
 
 # The editor's (and the API's) field names as the CLI's flags spell them: errors name what was typed.

@@ -3,8 +3,8 @@
 Units are computed with DynamoDB's sizing rules from the items actually read and written (a read
 unit per 4 KB per strongly consistent read, half for eventually consistent; a write unit per
 1 KB written), because emulators do not size them. Used by tests and `make bench`, which attach it
-to the store they measure: a production client never carries it (the Lambda asset leaves this module
-out, infra/names.py DEV_ONLY_PATHS).
+to the store they measure: a production client never carries it (developer tooling, not in the
+Lambda asset).
 """
 
 from __future__ import annotations
