@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 
 from moto import mock_aws
 
+from local.resources import create_resources
 from nexttick.config import NextTickSettings
 from nexttick.runtime import Runtime
 from nexttick.store import TaskStore
 from nexttick.store.records import TaskRecord
-from tests.support.aws import create_resources
 
 ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "target": "bench.actions:io_50ms"}}
 

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import REPO, LocalStackProcess, Receiver, percentile, stack_environment
+from bench.localstack import REPO, LocalStackProcess, Receiver, percentile, stack_environment
 
 # Times both paths: for each of 2 x `count` tasks (each earlier than the one before, so each moves the
 # rule), alternately die right after the task write (raise from the hook: only the keeper can arm the

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import (
+from bench.localstack import (
     LocalStackProcess,
     Receiver,
     cpu_seconds,

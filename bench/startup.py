@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import bulk_load, emulated_aws
+from bench.localstack import LocalStackProcess, cpu_seconds, stack_environment
 from local import state
 from local.motoserver import EmulatedState
 from nexttick.constants import PARTITION_KEY, SORT_KEY, TASK_PK_PREFIX, TASK_SK
-from tests.e2e.harness import LocalStackProcess, cpu_seconds, stack_environment
 
 START_TIMEOUT = 300.0  # the first start may synthesize the CDK app's template
 STOP_TIMEOUT = 120.0

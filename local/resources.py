@@ -4,9 +4,17 @@ definitions `cdk deploy` uses."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
+
+import boto3
+
+from nexttick.config import NextTickSettings
+from nexttick.constants import EPOCH_EXPRESSION
+from nexttick.store import TaskStore
 
 STACK_NAME = "nexttick-local"
 # Stack outputs naming the resources (infra/stack.py); resource types are the fallback.
@@ -96,4 +104,28 @@ def names_from_stack(
         worker_environment=dict(config.get("Environment", {}).get("Variables", {})),
         reserved_concurrency=int(reserved) if reserved else None,
         async_retries=int(retries) if retries is not None else None,
+    )
+
+
+def create_resources(settings: NextTickSettings) -> None:
+    """Table, the epoch rule and a placeholder worker function, as the CDK stack would create them,
+    without CloudFormation: the quick set-up of tests and the bench against an emulator."""
+
+    TaskStore.from_settings(settings).create_table()
+    events = boto3.client("events", region_name=settings.region)
+    events.put_rule(Name=settings.rule_name, ScheduleExpression=EPOCH_EXPRESSION, State="ENABLED")
+    iam = boto3.client("iam", region_name=settings.region)
+    role = iam.create_role(
+        RoleName="nexttick-worker-test",
+        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+    )["Role"]["Arn"]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def handler(event, context):\n    return None\n")
+    boto3.client("lambda", region_name=settings.region).create_function(
+        FunctionName=settings.worker_function,
+        Runtime="python3.12",
+        Role=role,
+        Handler="handler.handler",
+        Code={"ZipFile": buffer.getvalue()},
     )

@@ -10,8 +10,9 @@ import pytest
 import time_machine
 from moto import mock_aws
 
+from local.resources import create_resources
 from nexttick.config import NextTickSettings
-from tests.support.aws import FAKE_AWS_ENV, RecordingTrigger, create_resources
+from tests.support.aws import FAKE_AWS_ENV, RecordingTrigger
 
 TEST_ACTIONS = {"log": {"type": "log"}, "hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}
 

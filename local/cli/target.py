@@ -59,12 +59,13 @@ def describe_aws_failure(
 ) -> str | None:
     """One line for a failed AWS call - where it went, what failed, what to do - or None when `exc`
     is no AWS failure (a bug, which keeps its traceback)."""
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ReadTimeoutError
+    from botocore.exceptions import ClientError, NoCredentialsError, ReadTimeoutError
     from botocore.exceptions import ConnectionError as AwsConnectionError
-    from pynamodb.exceptions import PynamoDBException
 
-    cause = exc.cause if isinstance(exc, PynamoDBException) and exc.cause is not None else exc
-    if not isinstance(cause, BotoCoreError | ClientError | PynamoDBException):
+    from nexttick.store import AWS_FAILURES, aws_cause
+
+    cause = aws_cause(exc)
+    if not isinstance(cause, AWS_FAILURES):
         return None
     endpoint = endpoint_flag or environ.get("NEXTTICK_ENDPOINT_URL")
     region = region_flag or environ.get("AWS_REGION") or DEFAULT_REGION

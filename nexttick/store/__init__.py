@@ -1,6 +1,7 @@
 """Data-access layer: the only code that talks to DynamoDB (PynamoDB models stay in here)."""
 
+from nexttick.store.failures import AWS_FAILURES, aws_cause
 from nexttick.store.records import QueueEntry, RuleState, TaskRecord, TaskStatus
 from nexttick.store.repository import TaskStore
 
-__all__ = ["QueueEntry", "RuleState", "TaskRecord", "TaskStatus", "TaskStore"]
+__all__ = ["AWS_FAILURES", "QueueEntry", "RuleState", "TaskRecord", "TaskStatus", "TaskStore", "aws_cause"]

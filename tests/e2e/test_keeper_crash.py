@@ -33,8 +33,8 @@ from typing import Any
 import pytest
 import requests
 
+from bench.localstack import REPO, LocalStackProcess, Receiver, parse_time, rfc3339, stack_environment
 from nexttick.schedules import Timing
-from tests.e2e.harness import REPO, LocalStackProcess, Receiver, parse_time, rfc3339, stack_environment
 
 pytestmark = [pytest.mark.xdist_group("keeper-e2e"), pytest.mark.slow]
 

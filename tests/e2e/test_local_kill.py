@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import LocalStackProcess, Receiver, parse_time, rfc3339, stack_environment
+from bench.localstack import LocalStackProcess, Receiver, parse_time, rfc3339, stack_environment
 
 pytestmark = [pytest.mark.xdist_group("kill-e2e"), pytest.mark.slow]
 

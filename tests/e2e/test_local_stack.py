@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 import requests
 
-from nexttick.schedules import Timing, rule_expression
-from tests.e2e.harness import (
+from bench.localstack import (
     Delivery,
     LocalStackProcess,
     Receiver,
@@ -33,6 +32,7 @@ from tests.e2e.harness import (
     rfc3339,
     stack_environment,
 )
+from nexttick.schedules import Timing, rule_expression
 
 pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow, pytest.mark.timing]
 

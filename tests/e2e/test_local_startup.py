@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.e2e.harness import NEXTTICK, REPO, LocalStackProcess, Receiver, parse_time
+from bench.localstack import NEXTTICK, REPO, LocalStackProcess, Receiver, parse_time
 
 pytestmark = [pytest.mark.xdist_group("local-startup-e2e"), pytest.mark.slow]
 

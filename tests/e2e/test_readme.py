@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.e2e.harness import REPO
+from bench.localstack import REPO
 
 pytestmark = [pytest.mark.xdist_group("readme-e2e"), pytest.mark.slow]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import LocalStackProcess, rfc3339, stack_environment
+from bench.localstack import LocalStackProcess, rfc3339, stack_environment
 
 pytestmark = [pytest.mark.xdist_group("stop-e2e"), pytest.mark.slow]
 

@@ -31,10 +31,10 @@ def shared_api() -> Iterator[LambdaApi]:
     from editor import Editor
     from lambdas.api import handler as module
     from lambdas.api.app import build_app
+    from local.resources import create_resources
     from nexttick.config import NextTickSettings
     from nexttick.runtime import Runtime
     from tests.conftest import TEST_ACTIONS
-    from tests.support.aws import create_resources
 
     with pytest.MonkeyPatch.context() as patch:
         for name in [n for n in os.environ if n.startswith("NEXTTICK_")]:

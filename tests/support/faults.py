@@ -850,7 +850,7 @@ class World:
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> World:
-        from tests.support.aws import create_resources
+        from local.resources import create_resources
 
         stack = self._stack
         self.session = boto3.session.Session(region_name=self.settings.region)

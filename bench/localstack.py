@@ -20,7 +20,7 @@ from typing import Any
 
 import requests
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 # The console script `make` installs into .venv: the stack and the CLI start the way a user starts them.
 NEXTTICK = str(Path(sys.executable).parent / "nexttick")
 

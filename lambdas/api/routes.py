@@ -1,0 +1,293 @@
+"""The API's routes, on one Powertools `Router`: each parses its request, calls the editor and
+answers JSON. No logic beyond that lives here; errors are raised and mapped in `errors.py`.
+
+The editor and the app reach a route through Powertools dependencies (`Depends`), which
+`build_app` binds per app with `dependency_overrides`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.openapi.models import Example
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.event_handler.request import Request
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from editor import Editor, TaskChanges, TaskSpec
+from editor.models import Task
+from lambdas.api.models import (
+    CREATE_EXAMPLES,
+    CURSOR_REGEX,
+    IF_MATCH_REGEX,
+    TASK_ID_REGEX,
+    UPDATE_EXAMPLES,
+    CreateTaskRequest,
+    ErrorOut,
+    Health,
+    ListableStatus,
+    TaskOut,
+    TaskPage,
+    UpdateTaskRequest,
+)
+from lambdas.api.openapi import openapi_text
+from lambdas.api.requests import expected_version
+from nexttick.errors import ConflictError, VersionMismatchError
+from nexttick.store import TaskStatus
+
+# A cancel reads the task, then cancels that version; a task changing in between is read again.
+CANCEL_ATTEMPTS = 20
+DOCS_PATH = "/docs"
+
+router = Router()
+# Every route's rule and methods, as registered: the 405 answers and the API Gateway resources.
+ROUTE_METHODS: dict[str, set[str]] = {}
+
+
+def _route(method: str, rule: str, **options: Any) -> Any:
+    ROUTE_METHODS.setdefault(rule, set()).add(method)
+    return router.route(rule, method, **options)
+
+
+def current_editor() -> Editor:
+    """The editor of the app serving the request (bound by `build_app`)."""
+    raise LookupError("no editor bound: build the app with lambdas.api.app.build_app")
+
+
+def current_app() -> APIGatewayRestResolver:
+    """The app serving the request (bound by `build_app`): its OpenAPI document."""
+    raise LookupError("no app bound: build the app with lambdas.api.app.build_app")
+
+
+CurrentEditor = Annotated[Editor, Depends(current_editor)]
+TaskId = Annotated[str, Path(pattern=TASK_ID_REGEX, description="The task id.")]
+IfMatch = Annotated[
+    Annotated[str, Field(pattern=IF_MATCH_REGEX)] | SkipJsonSchema[None],
+    Header(
+        alias="If-Match",
+        description='Expected task version (`3` or `"3"`); 412 if the task is at another version.',
+    ),
+]
+_ERROR_DESCRIPTIONS = {
+    400: "Malformed body: not JSON (NaN, Infinity and absurd nesting included) or not UTF-8.",
+    404: "Unknown task (or route).",
+    409: "Conflict: the task is not pending, or the client id holds a different task.",
+    412: "`If-Match` does not match the task's current version.",
+    413: "Payload larger than 256 KiB serialised.",
+    415: "The body is not `application/json`.",
+    422: "Invalid field; `field` names it.",
+}
+_ETAG_HEADER = {
+    "description": "The task's version, quoted; send it back as `If-Match`.",
+    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+}
+_TASK_LINKS = {
+    "GetTask": {"operationId": "getTask", "parameters": {"id": "$response.body#/id"}},
+    "UpdateTask": {"operationId": "updateTask", "parameters": {"id": "$response.body#/id"}},
+    "CancelTask": {"operationId": "cancelTask", "parameters": {"id": "$response.body#/id"}},
+}
+
+
+def _errors(*statuses: int) -> Any:
+    return {
+        s: {"description": _ERROR_DESCRIPTIONS[s], "content": {"application/json": {"model": ErrorOut}}}
+        for s in statuses
+    }
+
+
+def _examples(examples: dict[str, dict[str, Any]]) -> dict[str, Example]:
+    return {name: Example(**example) for name, example in examples.items()}
+
+
+def _task(description: str, *, created: bool = False, links: bool = False) -> Any:
+    """The OpenAPI response of an operation answering with one task."""
+    headers: dict[str, Any] = {"ETag": _ETAG_HEADER}
+    if created:
+        headers["Location"] = {"description": "The task's URL.", "schema": {"type": "string"}}
+    response: dict[str, Any] = {
+        "description": description,
+        "headers": headers,
+        "content": {"application/json": {"model": TaskOut}},
+    }
+    if links:
+        response["links"] = _TASK_LINKS
+    return response
+
+
+def base_path(request: Request) -> str:
+    """What precedes the routes in the URL the client called: `/<stage>` through API Gateway's stage
+    URL, empty through a custom domain or locally (the path then does not start with the stage)."""
+    event = request.resolved_event
+    if not isinstance(event, APIGatewayProxyEvent):
+        return ""
+    context = event.request_context
+    stage = context.stage
+    if stage and stage != "$default" and (context.path or "").startswith(f"/{stage}"):
+        return f"/{stage}"
+    return ""
+
+
+def _task_response(task: Task, status: int = 200, base: str = "") -> Response[Any]:
+    headers = {"ETag": f'"{task.version}"'}
+    if status == 201:
+        headers["Location"] = f"{base}/tasks/{task.id}"
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=task.to_dict(), headers=headers
+    )
+
+
+def _occurrence_due(task: Task, now: datetime) -> bool:
+    """Whether the queued occurrence of a task read just before its cancel was due by `now`, taken
+    after the cancel committed. A worker claims an occurrence only once due and reads the task right
+    after its claim: if the cancel committed before the occurrence was due, no worker can run it."""
+    if task.status not in (TaskStatus.PENDING, TaskStatus.RUNNING):
+        return False
+    run_at = task.next_attempt_at or task.due
+    return run_at is not None and run_at <= now
+
+
+@_route(
+    "POST",
+    "/tasks",
+    summary="Schedule a task",
+    operation_id="createTask",
+    responses={
+        201: _task("Created.", created=True, links=True),
+        200: _task("An identical create with this client `id` already exists; it is returned.", links=True),
+        **_errors(400, 409, 413, 415, 422),
+    },
+)
+def create_task(
+    body: Annotated[CreateTaskRequest, Body(openapi_examples=_examples(CREATE_EXAMPLES))],
+    editor: CurrentEditor,
+    request: Request,
+) -> Response[Any]:
+    result = editor.create(TaskSpec(**body.model_dump(exclude_none=True)))
+    return _task_response(result.task, 201 if result.created else 200, base_path(request))
+
+
+@_route(
+    "GET",
+    "/tasks",
+    summary="List queued tasks (pending / running) in due order",
+    operation_id="listTasks",
+    description="The queue, earliest due first: `pending` and `running` tasks only (finished tasks "
+    "- succeeded, failed, cancelled, skipped - are read by id). Follow `next_cursor` for more.",
+    responses={
+        200: {"description": "One page.", "content": {"application/json": {"model": TaskPage}}},
+        **_errors(422),
+    },
+)
+def list_tasks(
+    editor: CurrentEditor,
+    status: Annotated[
+        ListableStatus | SkipJsonSchema[None],
+        Query(description="Only queued tasks in this status; finished tasks are read by id."),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
+    cursor: Annotated[
+        Annotated[str, Field(max_length=512, pattern=CURSOR_REGEX)] | SkipJsonSchema[None],
+        Query(description="`next_cursor` of a previous page."),
+    ] = None,
+) -> Response[Any]:
+    page = editor.list(status=status.value if status else None, limit=limit, cursor=cursor)
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body={"items": [t.to_dict() for t in page.items], "next_cursor": page.next_cursor},
+    )
+
+
+@_route(
+    "GET",
+    "/tasks/<id>",
+    summary="Read a task",
+    operation_id="getTask",
+    responses={200: _task("The task."), **_errors(404, 422)},
+)
+def get_task(id: TaskId, editor: CurrentEditor) -> Response[Any]:
+    return _task_response(editor.get(id))
+
+
+@_route(
+    "PATCH",
+    "/tasks/<id>",
+    summary="Change the time, payload or policy of a pending task",
+    operation_id="updateTask",
+    responses={
+        200: _task("The changed task.", links=True),
+        **_errors(400, 404, 409, 412, 413, 415, 422),
+    },
+)
+def update_task(
+    id: TaskId,
+    body: Annotated[UpdateTaskRequest, Body(openapi_examples=_examples(UPDATE_EXAMPLES))],
+    editor: CurrentEditor,
+    if_match: IfMatch = None,
+) -> Response[Any]:
+    changes = TaskChanges(**{name: getattr(body, name) for name in body.model_fields_set})
+    return _task_response(editor.modify(id, changes, expected_version=expected_version(if_match)))
+
+
+@_route(
+    "DELETE",
+    "/tasks/<id>",
+    summary="Cancel a pending task",
+    operation_id="cancelTask",
+    description="204: cancelled before its occurrence was due; nothing of the task runs any more. "
+    "202: cancelled while an occurrence was already due (claimed, running, or about to be): that "
+    "one occurrence may still complete, and its outcome then shows in `last_run`; nothing after "
+    "it runs. Cancelling a cancelled task answers 204 again.",
+    responses={
+        204: {"description": "Cancelled; nothing of the task runs any more.", "content": {}},
+        202: _task("Cancelled; the occurrence already due may still complete, nothing after it runs."),
+        **_errors(404, 409, 412, 422),
+    },
+)
+def cancel_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> Response[Any]:
+    expected = expected_version(if_match)
+    for _ in range(CANCEL_ATTEMPTS):
+        before = editor.get(id)
+        try:
+            task = editor.cancel(id, expected_version=before.version if expected is None else expected)
+        except VersionMismatchError:
+            if expected is not None:
+                raise
+            continue  # changed between the read and the cancel (e.g. a run completed): look again
+        if _occurrence_due(before, editor.clock.now()):
+            return _task_response(task, 202)
+        return Response(status_code=204, body="")
+    raise ConflictError("id: task is changing too often; retry", field="id")
+
+
+@_route(
+    "GET",
+    "/health",
+    summary="Liveness",
+    operation_id="health",
+    responses={200: {"description": "Up.", "content": {"application/json": {"model": Health}}}},
+)
+def health() -> Response[Any]:
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body={"status": "ok"})
+
+
+@_route("GET", "/openapi.json", include_in_schema=False)
+def openapi_json(
+    app: Annotated[APIGatewayRestResolver, Depends(current_app)], request: Request
+) -> Response[Any]:
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=openapi_text(app, server_url=base_path(request) or "/"),
+    )
+
+
+@_route("GET", "/", include_in_schema=False)
+def root(request: Request) -> Response[Any]:
+    """A browser opening the API's URL lands on its documentation."""
+    return Response(status_code=302, body="", headers={"Location": f"{base_path(request)}{DOCS_PATH}"})
