@@ -1,4 +1,4 @@
-"""nexttick's CDK app: reusable constructs (TaskStore, RuleAndWorker, Api, Monitoring), the stack
+"""nexttick's CDK app: reusable constructs (TaskTable, RuleAndWorker, Api, Monitoring), the stack
 composing them, configuration loading, local (Docker-free) bundling and cdk-nag wiring.
 
 `synth_template(config, local=...)` returns the CloudFormation template as a dict without the CDK

@@ -12,7 +12,7 @@ from infra import names
 from infra.config import InfraConfig
 from infra.function import NextTickFunction, log_retention
 from infra.scheduler import grant_scheduling
-from infra.task_store import TaskStore
+from infra.task_table import TaskTable
 
 
 class Api(Construct):
@@ -24,7 +24,7 @@ class Api(Construct):
         construct_id: str,
         *,
         config: InfraConfig,
-        store: TaskStore,
+        store: TaskTable,
         code: lambda_.Code,
     ) -> None:
         super().__init__(scope, construct_id)

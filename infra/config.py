@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from infra import names
 from infra.permissions import ACTION_KINDS, action_grant
-from nexttick import constants
+from nexttick import config, constants
+from nexttick.actions.kinds import DEFAULT_WEBHOOK_ALLOWLIST, url_allowed
 from nexttick.config import Precision
 
 # CloudWatch Logs accepts only these retention periods (days).
@@ -35,11 +36,11 @@ class InfraConfig(BaseModel):
     stack_name: str = Field(default=names.DEFAULT_STACK_NAME, pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
     precision: Precision = Precision.SECOND
     # Part of the data layout: changing it on a live table strands queue entries.
-    queue_shards: int = Field(default=constants.DEFAULT_QUEUE_SHARDS, ge=1, le=256)
-    pool_size: int = Field(default=32, ge=1, le=512)
-    page_size: int = Field(default=100, ge=1, le=1000)
-    lease_seconds: int = Field(default=60, ge=5)
-    retention_days: int = Field(default=7, ge=1)
+    queue_shards: config.QueueShards = constants.DEFAULT_QUEUE_SHARDS
+    pool_size: config.PoolSize = config.DEFAULT_POOL_SIZE
+    page_size: config.PageSize = config.DEFAULT_PAGE_SIZE
+    lease_seconds: config.LeaseSeconds = config.DEFAULT_LEASE_SECONDS
+    retention_days: config.RetentionDays = config.DEFAULT_RETENTION_DAYS
     # Bounds DynamoDB load from overlapping runs; None = unreserved (account pool).
     reserved_concurrency: int | None = Field(default=10, ge=1)
     worker_memory_mb: int = Field(default=512, ge=128, le=10240)
@@ -52,7 +53,7 @@ class InfraConfig(BaseModel):
     lateness_alarm_ms: int | None = Field(default=None, ge=1)
     alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+$")
     actions: dict[str, dict[str, Any]] = Field(default_factory=lambda: {"log": {"type": "log"}})
-    webhook_allowlist: list[str] = Field(default_factory=list)
+    webhook_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_WEBHOOK_ALLOWLIST))
 
     @field_validator("log_retention_days")
     @classmethod
@@ -76,7 +77,7 @@ class InfraConfig(BaseModel):
         for name, definition in self.actions.items():
             url = definition.get("url")
             if definition["type"] == "webhook" and not (
-                isinstance(url, str) and any(url.startswith(p) for p in self.webhook_allowlist)
+                isinstance(url, str) and url_allowed(url, self.webhook_allowlist)
             ):
                 raise ValueError(f"actions.{name}.url is not covered by webhook_allowlist")
         return self

@@ -17,7 +17,7 @@ from infra import names
 from infra.config import InfraConfig
 from infra.function import NextTickFunction
 from infra.scheduler import grant_scheduling
-from infra.task_store import TaskStore
+from infra.task_table import TaskTable
 from nexttick import constants
 
 
@@ -50,7 +50,7 @@ class Keeper(Construct):
         construct_id: str,
         *,
         config: InfraConfig,
-        store: TaskStore,
+        store: TaskTable,
         code: lambda_.Code,
         trigger: bool,
     ) -> None:

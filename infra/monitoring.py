@@ -15,6 +15,7 @@ from constructs import Construct
 
 from infra import names
 from infra.config import InfraConfig
+from nexttick import constants
 
 _PERIOD = Duration.minutes(1)
 _ALARM_PERIOD = Duration.minutes(5)
@@ -53,12 +54,12 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         n = config.resource_names
-        lateness_p50 = scheduler_metric(names.METRIC_LATENESS, "p50")
-        lateness_p99 = scheduler_metric(names.METRIC_LATENESS, "p99")
-        runs = scheduler_metric(names.METRIC_RUNS, "Sum")
-        failures = scheduler_metric(names.METRIC_FAILURES, "Sum")
-        skips = scheduler_metric(names.METRIC_SKIPS, "Sum")
-        batch = scheduler_metric(names.METRIC_BATCH_SIZE, "Maximum")
+        lateness_p50 = scheduler_metric(constants.METRIC_LATENESS, "p50")
+        lateness_p99 = scheduler_metric(constants.METRIC_LATENESS, "p99")
+        runs = scheduler_metric(constants.METRIC_RUNS, "Sum")
+        failures = scheduler_metric(constants.METRIC_FAILURES, "Sum")
+        skips = scheduler_metric(constants.METRIC_SKIPS, "Sum")
+        batch = scheduler_metric(constants.METRIC_BATCH_SIZE, "Maximum")
         dlq_depth = dead_letter_queue.metric_approximate_number_of_messages_visible(
             period=_PERIOD, statistic="Maximum"
         )
@@ -130,13 +131,13 @@ class Monitoring(Construct):
             alarm(
                 "LatenessAlarm",
                 f"nexttick lateness p99 above {config.lateness_threshold_ms} ms",
-                scheduler_metric(names.METRIC_LATENESS, "p99", _ALARM_PERIOD),
+                scheduler_metric(constants.METRIC_LATENESS, "p99", _ALARM_PERIOD),
                 config.lateness_threshold_ms,
             ),
             alarm(
                 "FailuresAlarm",
                 "nexttick: a task occurrence failed (all attempts used)",
-                scheduler_metric(names.METRIC_FAILURES, "Sum", _ALARM_PERIOD),
+                scheduler_metric(constants.METRIC_FAILURES, "Sum", _ALARM_PERIOD),
             ),
             alarm(
                 "DeadLetterAlarm",

@@ -32,12 +32,6 @@ LAMBDA_PYTHON_VERSION = "3.12"
 # Powertools.
 METRICS_NAMESPACE = constants.APP_NAME
 SERVICE_NAME = constants.APP_NAME
-# The names the worker emits (nexttick/worker/loop.py; a test cross-checks them).
-METRIC_RUNS = "runs"  # occurrences executed (succeeded, failed or retrying)
-METRIC_FAILURES = "failures"  # failed attempts, including ones that will be retried
-METRIC_SKIPS = "skips"  # occurrences skipped by their misfire grace
-METRIC_LATENESS = "lateness"  # ms between due and start
-METRIC_BATCH_SIZE = "batch_size"  # occurrences started by one worker run
 
 API_STAGE = "v1"
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-ACTION_KINDS = frozenset({"log", "webhook", "lambda", "sqs", "sns", "eventbridge", "python"})
+from nexttick.actions.kinds import KINDS
+
+ACTION_KINDS = frozenset(KINDS)
 
 # arn_for(service, resource) -> an ARN in the stack's partition/region/account.
 ArnFactory = Callable[[str, str], str]

@@ -20,7 +20,7 @@ from infra import names
 from infra.config import InfraConfig
 from infra.function import NextTickFunction, function_arn
 from infra.permissions import action_grants
-from infra.task_store import TaskStore
+from infra.task_table import TaskTable
 from nexttick import constants
 
 EPOCH_DESCRIPTION = f"{constants.RULE_DESCRIPTION_PREFIX} nothing pending (managed by nexttick; do not edit)"
@@ -56,7 +56,7 @@ class RuleAndWorker(Construct):
         construct_id: str,
         *,
         config: InfraConfig,
-        store: TaskStore,
+        store: TaskTable,
         code: lambda_.Code,
         sync_token: str | None,
     ) -> None:

@@ -14,7 +14,7 @@ from infra.config import InfraConfig
 from infra.keeper import Keeper
 from infra.monitoring import Monitoring
 from infra.scheduler import RuleAndWorker
-from infra.task_store import TaskStore
+from infra.task_table import TaskTable
 
 
 class NextTickStack(Stack):
@@ -39,7 +39,9 @@ class NextTickStack(Stack):
             **kwargs,
         )
         n = config.resource_names
-        self.store = TaskStore(self, "TaskStore", table_name=n.table)
+        # The construct id stays "TaskStore": it is part of the table's logical id, and a retained table
+        # whose logical id changes is orphaned by the next deploy.
+        self.store = TaskTable(self, "TaskStore", table_name=n.table)
         self.scheduler = RuleAndWorker(
             self, "Scheduler", config=config, store=self.store, code=code, sync_token=sync_token
         )

@@ -15,10 +15,8 @@ import base64
 import logging
 import re
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +24,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from moto.core import DEFAULT_ACCOUNT_ID
+
+from local.lambdas import LambdaContext
 
 LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
@@ -36,38 +36,6 @@ MAX_REQUEST_BYTES = 10 * 1024 * 1024
 DEFAULT_TIMEOUT_SECONDS = 29.0
 _INTERNAL_ERROR = b'{"message": "Internal server error"}'
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "date", "server"}
-
-
-@dataclass
-class LambdaContext:
-    """What a Python Lambda function receives as `context` (the attributes Powertools reads)."""
-
-    function_name: str
-    timeout_seconds: float
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: int = 256
-    region: str = "us-east-1"
-    account_id: str = DEFAULT_ACCOUNT_ID
-    _deadline: float = field(default=0.0, repr=False)
-
-    def __post_init__(self) -> None:
-        self._deadline = time.monotonic() + self.timeout_seconds
-
-    @property
-    def invoked_function_arn(self) -> str:
-        return f"arn:aws:lambda:{self.region}:{self.account_id}:function:{self.function_name}"
-
-    @property
-    def log_group_name(self) -> str:
-        return f"/aws/lambda/{self.function_name}"
-
-    @property
-    def log_stream_name(self) -> str:
-        return f"{datetime.now(UTC):%Y/%m/%d}/[{self.function_version}]{self.aws_request_id.replace('-', '')}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 class _Resource:

@@ -32,7 +32,9 @@ ASYNC_RETRY_DELAYS: tuple[float, ...] = (60.0, 120.0)
 class LambdaContext:
     """What a handler sees as `context` in Lambda; the remaining time counts down from the timeout."""
 
-    def __init__(self, function_name: str, timeout_seconds: float, region: str, memory_mb: int = 512) -> None:
+    def __init__(
+        self, function_name: str, timeout_seconds: float, region: str = "us-east-1", memory_mb: int = 512
+    ) -> None:
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.invoked_function_arn = f"arn:aws:lambda:{region}:{DEFAULT_ACCOUNT_ID}:function:{function_name}"

@@ -12,13 +12,12 @@ from typing import Any
 
 import boto3
 
+from infra import names
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION
 from nexttick.store import TaskStore
 
 STACK_NAME = "nexttick-local"
-# Stack outputs naming the resources (infra/stack.py); resource types are the fallback.
-OUTPUT_TABLE, OUTPUT_RULE, OUTPUT_WORKER = "TableName", "RuleName", "WorkerFunctionName"
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ def names_from_stack(
     """The table, rule and worker the template created (its outputs name them), and how the worker
     is configured: environment, timeout, reserved concurrency, async retries."""
     by_type = stack_resources(cloudformation)
-    worker = outputs.get(OUTPUT_WORKER) or _pick(
+    worker = outputs.get(names.OUTPUT_WORKER) or _pick(
         by_type.get("AWS::Lambda::Function", []), defaults.worker_function, "worker"
     )
     config = lambda_client.get_function_configuration(FunctionName=worker)
@@ -95,9 +94,9 @@ def names_from_stack(
         retries = None
     rules = [r.split("/")[-1].split("|")[0] for r in by_type.get("AWS::Events::Rule", [])]
     return StackNames(
-        table=outputs.get(OUTPUT_TABLE)
+        table=outputs.get(names.OUTPUT_TABLE)
         or _pick(by_type.get("AWS::DynamoDB::Table", []), defaults.table, "task"),
-        rule=outputs.get(OUTPUT_RULE) or _pick(rules, defaults.rule, "next"),
+        rule=outputs.get(names.OUTPUT_RULE) or _pick(rules, defaults.rule, "next"),
         worker_function=worker,
         source="the CDK app's template, deployed into moto's CloudFormation",
         worker_timeout=int(config["Timeout"]) if config.get("Timeout") else None,

@@ -22,6 +22,7 @@ from typing import IO, Any
 import boto3
 from pydantic import ValidationError as SettingsValidationError
 
+from infra import names
 from local import endpoints, logs, resources, state
 from local.emulator import EventBridgeEmulator, FiringPolicy
 from local.keeper import LocalKeeper
@@ -42,9 +43,6 @@ from nexttick.runtime import Runtime
 
 logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
 
-WORKER_HANDLER = "lambdas.worker.handler:handler"
-WORKER_DEPENDENCIES = "lambdas.worker.handler:use"
-API_HANDLER = "lambdas.api.handler:handler"
 SHUTDOWN_GRACE_SECONDS = 5.0
 # Held (flock) for the stack's lifetime: a second stack on the same state directory refuses to start
 # and touches none of the first one's files. The kernel releases it whatever ends the process.
@@ -59,9 +57,11 @@ def _mark_snapshot_request(request: Any, **_: Any) -> None:
     request.headers[FROZEN_PASS_HEADER] = "1"
 
 
-def _load(target: str) -> Any:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+def _load(handler: str, name: str | None = None) -> Any:
+    """What a Lambda handler setting (`lambdas/worker/handler.handler`) names, imported as Lambda
+    imports it; `name` picks another attribute of the same module."""
+    module, _, function = handler.rpartition(".")
+    return getattr(importlib.import_module(module.replace("/", ".")), name or function)
 
 
 class StartupError(Exception):
@@ -193,15 +193,19 @@ class LocalStack:
         }
         for client in clients.values():  # the stack's own calls pass a frozen server (snapshot)
             client.meta.events.register("before-sign", _mark_snapshot_request)
-        self.names = names = self._create_resources(clients, progress)
+        self.names = deployed = self._create_resources(clients, progress)
         self.endpoint = InvokeEndpoint([], port=opts.lambda_port)
         os.environ.update(
             handler_environment(
                 opts,
                 moto_url=self.moto.url,
                 lambda_url=self.endpoint.url,
-                names={"table": names.table, "rule": names.rule, "worker_function": names.worker_function},
-                function_env=names.worker_environment,
+                names={
+                    "table": deployed.table,
+                    "rule": deployed.rule,
+                    "worker_function": deployed.worker_function,
+                },
+                function_env=deployed.worker_environment,
                 environ=os.environ,
             )
         )
@@ -210,44 +214,46 @@ class LocalStack:
         self.actions = [f"{name} ({action.kind})" for name, action in sorted(registry.actions.items())]
         # The worker sleeps on a clock the stack can see: an invocation that only sleeps is not
         # waited for at shutdown.
-        _load(WORKER_DEPENDENCIES)(Runtime.build(settings, clock=self.clock), registry)
+        _load(names.WORKER_HANDLER, "use")(Runtime.build(settings, clock=self.clock), registry)
         # The snapshot plus the journal after it, straight into moto (neither journaled nor timed
         # by the server); from here on every acknowledged write is journaled before its response.
         self.local_state = state.LocalState(
-            opts.state_dir, EmulatedState(opts.region, names.table, names.rule), self.moto.notifier.serial
+            opts.state_dir,
+            EmulatedState(opts.region, deployed.table, deployed.rule),
+            self.moto.notifier.serial,
         )
         self.restored_tasks = self.local_state.recover(time.time(), fresh=not opts.restore, progress=progress)
         self.moto.notifier.record_with(self.local_state)
         self._clients = clients  # from here on the table holds the whole state: stop() saves it
-        timeout = opts.worker_timeout or names.worker_timeout or DEFAULT_WORKER_TIMEOUT_SECONDS
+        timeout = opts.worker_timeout or deployed.worker_timeout or DEFAULT_WORKER_TIMEOUT_SECONDS
         self.worker = LocalFunction(
-            names.worker_function,
-            _load(WORKER_HANDLER),
+            deployed.worker_function,
+            _load(names.WORKER_HANDLER),
             timeout_seconds=timeout,
             region=opts.region,
-            concurrency=opts.concurrency or names.reserved_concurrency or DEFAULT_CONCURRENCY,
-            retry_delays=ASYNC_RETRY_DELAYS[: names.async_retries]
-            if names.async_retries is not None
+            concurrency=opts.concurrency or deployed.reserved_concurrency or DEFAULT_CONCURRENCY,
+            retry_delays=ASYNC_RETRY_DELAYS[: deployed.async_retries]
+            if deployed.async_retries is not None
             else ASYNC_RETRY_DELAYS,
         )
         self.endpoint.functions[self.worker.name] = self.worker
         self.endpoint.start()
         self.emulator = EventBridgeEmulator(
             clients["events"],
-            names.rule,
+            deployed.rule,
             self.worker.invoke_async,
             policy=FiringPolicy(jitter=opts.jitter, max_delivery_delay=opts.max_delivery_delay),
         )
         self.moto.notifier.subscribe(self.emulator.notify)
         self.emulator.start()
         # The keeper keeps what is written from here on; the sync invocation below covers the restore.
-        keeper = LocalKeeper.for_stack(self.moto, clients["cloudformation"], names.table, opts.region)
+        keeper = LocalKeeper.for_stack(self.moto, clients["cloudformation"], deployed.table, opts.region)
         self.keeper = keeper.start()
         from lambdas.api.app import RESOURCES
         from local.gateway import serve
 
         self.api = serve(
-            _load(API_HANDLER),
+            _load(names.API_HANDLER),
             "127.0.0.1",
             opts.api_port,
             function_name=constants.DEFAULT_API_FUNCTION_NAME,

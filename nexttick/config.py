@@ -21,6 +21,19 @@ class Precision(StrEnum):
     MINUTE = "minute"
 
 
+# The settings a deployment chooses (infra/config.py) and the functions read from their environment:
+# bounds and defaults defined once, for both.
+QueueShards = Annotated[int, Field(ge=1, le=256)]
+LeaseSeconds = Annotated[int, Field(ge=5)]
+PoolSize = Annotated[int, Field(ge=1, le=512)]
+PageSize = Annotated[int, Field(ge=1, le=1000)]
+RetentionDays = Annotated[int, Field(ge=1)]
+DEFAULT_LEASE_SECONDS = 60
+DEFAULT_POOL_SIZE = 32
+DEFAULT_PAGE_SIZE = 100
+DEFAULT_RETENTION_DAYS = 7
+
+
 class NextTickSettings(BaseSettings):
     """Runtime configuration, from `NEXTTICK_*` environment variables (and AWS_REGION)."""
 
@@ -35,7 +48,7 @@ class NextTickSettings(BaseSettings):
     endpoint_url: str | None = Field(default=None, alias="NEXTTICK_ENDPOINT_URL")
     # Lambda Invoke can go to a different endpoint (the local stack runs the worker in-process).
     lambda_endpoint_url: str | None = Field(default=None, alias="NEXTTICK_LAMBDA_ENDPOINT_URL")
-    queue_shards: int = Field(default=constants.DEFAULT_QUEUE_SHARDS, ge=1, le=256)
+    queue_shards: QueueShards = constants.DEFAULT_QUEUE_SHARDS
     precision: Precision = Precision.SECOND
     # Worst-case EventBridge delivery delay we arm ahead for, in `second` mode.
     delivery_margin_seconds: int = Field(default=10, ge=0, le=60)
@@ -43,10 +56,10 @@ class NextTickSettings(BaseSettings):
     settle_seconds: int = Field(default=10, ge=0, le=50)
     # An armed minute older than this while tasks are pending means a worker run was lost.
     stale_after_seconds: int = Field(default=1200, ge=60)
-    lease_seconds: int = Field(default=60, ge=5)
-    pool_size: int = Field(default=32, ge=1, le=512)
-    page_size: int = Field(default=100, ge=1, le=1000)
-    retention_days: int = Field(default=7, ge=1)
+    lease_seconds: LeaseSeconds = DEFAULT_LEASE_SECONDS
+    pool_size: PoolSize = DEFAULT_POOL_SIZE
+    page_size: PageSize = DEFAULT_PAGE_SIZE
+    retention_days: RetentionDays = DEFAULT_RETENTION_DAYS
     # Deployment-configured actions (JSON object name -> definition), then NEXTTICK_ACTIONS overrides.
     # NoDecode: our validator parses the JSON, so a malformed value gets an error naming the variable.
     actions_config: Annotated[dict[str, dict[str, Any]], NoDecode] = Field(default_factory=dict)

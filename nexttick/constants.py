@@ -41,3 +41,10 @@ MAX_PAYLOAD_DEPTH = 32
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 MIN_YEAR = 1970
 MAX_YEAR = 2199
+
+# Metrics the worker emits, which the dashboard and alarms (infra/monitoring.py) read.
+METRIC_RUNS = "runs"  # occurrences executed (succeeded, failed or retrying)
+METRIC_FAILURES = "failures"  # failed attempts, including ones that will be retried
+METRIC_SKIPS = "skips"  # occurrences skipped by their misfire grace
+METRIC_LATENESS = "lateness"  # ms between due and start
+METRIC_BATCH_SIZE = "batch_size"  # occurrences started by one worker run

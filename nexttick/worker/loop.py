@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from nexttick import constants
 from nexttick.actions import ActionRegistry, Delivery
 from nexttick.observability import MetricUnit, logger, metrics
 from nexttick.rulesync import Outcome, WaitClaim
@@ -171,7 +172,7 @@ class Worker:
                 submitted += 1
             self._collect(wait(in_flight).done)
         if submitted:
-            metrics.add_metric(name="batch_size", unit=MetricUnit.Count, value=submitted)
+            metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
         return submitted > 0
 
     def _collect(self, done: set[Future[_Done]]) -> None:
@@ -179,15 +180,17 @@ class Worker:
             outcome = future.result()  # a BaseException (crash) propagates and ends the run
             self.report.results[outcome.result] += 1
             if outcome.result in ("succeeded", "failed", "retrying"):
-                metrics.add_metric(name="runs", unit=MetricUnit.Count, value=1)
+                metrics.add_metric(name=constants.METRIC_RUNS, unit=MetricUnit.Count, value=1)
             if outcome.result in ("failed", "retrying"):
-                metrics.add_metric(name="failures", unit=MetricUnit.Count, value=1)
+                metrics.add_metric(name=constants.METRIC_FAILURES, unit=MetricUnit.Count, value=1)
             elif outcome.result == "skipped":
-                metrics.add_metric(name="skips", unit=MetricUnit.Count, value=1)
+                metrics.add_metric(name=constants.METRIC_SKIPS, unit=MetricUnit.Count, value=1)
             elif outcome.result in ("stale", "error"):
                 metrics.add_metric(name=f"{outcome.result}_entries", unit=MetricUnit.Count, value=1)
             if outcome.lateness_ms is not None:
-                metrics.add_metric(name="lateness", unit=MetricUnit.Milliseconds, value=outcome.lateness_ms)
+                metrics.add_metric(
+                    name=constants.METRIC_LATENESS, unit=MetricUnit.Milliseconds, value=outcome.lateness_ms
+                )
 
     def _sleep(self, seconds: float) -> None:
         self.report.waited_seconds += seconds

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from infra import names
 from infra.config import ConfigError, InfraConfig, load_config
 from infra.permissions import Grant, action_grants
 from nexttick import constants
+from nexttick.actions.kinds import DEFAULT_WEBHOOK_ALLOWLIST, parse_allowlist, url_allowed
 from nexttick.config import NextTickSettings
 
 
@@ -150,3 +152,26 @@ def test_local_template_is_cached_per_configuration(local_template: dict[str, ob
     assert infra.synth_template(CONFIG, local=True) == local_template
     # ... and another configuration has another cache entry
     assert infra._local_cache_path(CONFIG.model_copy(update={"pool_size": 7})) != path
+
+
+def test_the_deployment_refuses_a_webhook_url_the_worker_would_refuse() -> None:
+    # Given an allow-list entry and a URL that merely starts with its text (another host)
+    allowlist, url = ["http://localhost"], "http://localhost.example.com/hook"
+    actions = {"hook": {"type": "webhook", "url": url}}
+    # When the deployment is configured with it, Then it is refused, as the worker refuses it at runtime
+    assert not url_allowed(url, allowlist)
+    with pytest.raises(ValidationError, match="webhook_allowlist"):
+        InfraConfig(actions=actions, webhook_allowlist=allowlist)
+    # And a URL at a boundary of the entry is accepted by both
+    InfraConfig(
+        actions={"hook": {"type": "webhook", "url": "http://localhost:9000/hook"}},
+        webhook_allowlist=allowlist,
+    )
+
+
+def test_the_deployment_and_the_worker_share_one_allow_list_default() -> None:
+    assert (
+        tuple(InfraConfig().webhook_allowlist)
+        == DEFAULT_WEBHOOK_ALLOWLIST
+        == parse_allowlist(InfraConfig().runtime_environment()["NEXTTICK_WEBHOOK_ALLOWLIST"])
+    )

@@ -5,17 +5,16 @@ the real handlers against those resources, and a redeploy that cannot lose a pen
 from __future__ import annotations
 
 import json
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 import pytest
 
+from local.lambdas import LambdaContext
 from nexttick import constants
 from nexttick.aws import parse_rule_minute
 from nexttick.config import NextTickSettings
@@ -25,23 +24,6 @@ from tests.infrastructure.conftest import CONFIG, only
 STACK = "NextTick"
 # moto skips the resource types it cannot create (alarms, stage, ...) with this warning.
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")
-
-
-@dataclass
-class LambdaContext:
-    """What the handlers and Powertools read from a Lambda context."""
-
-    function_name: str
-    remaining_seconds: float = 60.0
-    memory_limit_in_mb: int = 512
-    aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    def __post_init__(self) -> None:
-        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
-        self._deadline = time.monotonic() + self.remaining_seconds
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def _create_stack(template: dict[str, Any]) -> dict[str, str]:
@@ -167,20 +149,18 @@ def test_one_task_runs_end_to_end_through_the_handlers_on_the_created_stack(
     # When a client creates a task due now through the API
     created = api_handler.handler(
         _api_event("POST", "/tasks", {"action": "log", "delay_seconds": 0, "payload": {"hello": "moto"}}),
-        LambdaContext(constants.DEFAULT_API_FUNCTION_NAME, remaining_seconds=29),
+        LambdaContext(constants.DEFAULT_API_FUNCTION_NAME, 29),
     )
     assert created["statusCode"] == 201, created
     task_id = json.loads(created["body"])["id"]
     # ... and the rule fires the worker (a scheduled event)
     result = worker_handler.handler(
         {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}},
-        LambdaContext(
-            constants.DEFAULT_WORKER_FUNCTION_NAME, remaining_seconds=CONFIG.worker_timeout_seconds
-        ),
+        LambdaContext(constants.DEFAULT_WORKER_FUNCTION_NAME, CONFIG.worker_timeout_seconds),
     )
     # Then the task has run and succeeded, and the rule is back at the epoch (nothing pending)
     shown = api_handler.handler(
-        _api_event("GET", f"/tasks/{task_id}"), LambdaContext(constants.DEFAULT_API_FUNCTION_NAME)
+        _api_event("GET", f"/tasks/{task_id}"), LambdaContext(constants.DEFAULT_API_FUNCTION_NAME, 60)
     )
     assert shown["statusCode"] == 200, shown
     task = json.loads(shown["body"])
@@ -196,7 +176,7 @@ def _sync_after_deploy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_handler, "_deps", None)
     worker_handler.handler(
         {"source": constants.WORKER_EVENT_SOURCE, "action": constants.WORKER_EVENT_SYNC, "deploy": "2"},
-        LambdaContext(constants.DEFAULT_WORKER_FUNCTION_NAME, remaining_seconds=60),
+        LambdaContext(constants.DEFAULT_WORKER_FUNCTION_NAME, 60),
     )
 
 

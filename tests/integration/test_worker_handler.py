@@ -58,8 +58,11 @@ def test_unknown_events_are_logged_and_ignored(env: WorkerEnv, logs: io.StringIO
 
 
 def test_scheduled_event_runs_due_work_logs_by_task_and_flushes_metrics(
-    env: WorkerEnv, capsys: pytest.CaptureFixture[str], logs: io.StringIO
+    env: WorkerEnv, capsys: pytest.CaptureFixture[str], logs: io.StringIO, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # (metrics on, as in Lambda, whatever an earlier test of this process left in the environment)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
     # Given two due tasks; the one whose action is not `log` carries a payload that must not reach
     # INFO logs (only the `log` action, whose purpose is to show deliveries, logs its payload)
     due = env.now() + timedelta(minutes=2)

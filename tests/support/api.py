@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lambdas.api.app import RESOURCES
-from local.gateway import LambdaContext, build_event
+from local.gateway import build_event
+from local.lambdas import LambdaContext
 
 _NO_BODY: Any = object()
 

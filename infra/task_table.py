@@ -1,4 +1,4 @@
-"""The task store: one DynamoDB table holding tasks, queue entries and the rule record, with a
+"""The task table: one DynamoDB table holding tasks, queue entries and the rule record, with a
 stream (new and old images) that the keeper reads."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from infra import names
 from nexttick import constants
 
 
-class TaskStore(Construct):
+class TaskTable(Construct):
     """Keys pk/sk (strings), no secondary index: every correctness-critical read is a strongly
     consistent base-table query. On-demand, TTL on `expires_at`, PITR, deletion protection, RETAIN.
     The stream carries both images: the keeper tells a moved due time or armed minute from a
