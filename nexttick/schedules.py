@@ -1,7 +1,7 @@
 """Recurrence (cron in an IANA zone, fixed intervals) and the EventBridge side of time.
 
 Occurrences are always computed from the *scheduled* time, never from "now", so a recurring task
-does not drift (seed 003). Cron is evaluated on local wall-clock times of its zone: a wall time that
+does not drift. Cron is evaluated on local wall-clock times of its zone: a wall time that
 a DST change skips does not fire, one that it repeats fires once (the first time).
 """
 
