@@ -116,6 +116,16 @@ def stack_environment(state_dir: Path, *, hook_url: str | None = None, **setting
     return env
 
 
+def run_cli(*args: str, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
+    """`nexttick <args> --json` run in `cwd` with exactly `env`; its JSON answer (it must succeed)."""
+    done = subprocess.run(
+        [NEXTTICK, *args, "--json"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 class LocalStackProcess:
     """`nexttick local` in a subprocess with its own ports and state directory."""
 
@@ -188,17 +198,7 @@ class LocalStackProcess:
         """`nexttick <args> --json`, found through the stack's local.json as a user's shell would."""
         env = {k: v for k, v in self.env.items() if not k.startswith("NEXTTICK_")}
         env["NEXTTICK_STATE_DIR"] = self.env["NEXTTICK_STATE_DIR"]
-        done = subprocess.run(
-            [NEXTTICK, *args, "--json"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        result: dict[str, Any] = json.loads(done.stdout)
-        return result
+        return run_cli(*args, cwd=REPO, env=env)
 
     def rule_expression(self) -> str:
         import boto3

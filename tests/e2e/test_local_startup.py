@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 import requests
 
-from bench.localstack import NEXTTICK, REPO, LocalStackProcess, Receiver, parse_time
+from bench.localstack import NEXTTICK, REPO, LocalStackProcess, Receiver, parse_time, run_cli
 
 pytestmark = [pytest.mark.xdist_group("local-startup-e2e"), pytest.mark.slow]
 
@@ -449,17 +449,7 @@ def test_ports_follow_the_api_port_so_a_sourced_env_survives_a_restart(
     assert sourced["NEXTTICK_ENDPOINT_URL"] == expected["endpoint_url"]
 
     def cli(*args: str) -> dict[str, Any]:
-        done = subprocess.run(
-            [NEXTTICK, *args, "--json"],
-            cwd=tmp_path,
-            env=sourced,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        result: dict[str, Any] = json.loads(done.stdout)
-        return result
+        return run_cli(*args, cwd=tmp_path, env=sourced)
 
     cli("add", "--action", "log", "--in", "1h", "--id", "across-restart")
     # When the stack is stopped and started again on the same ports and state directory
