@@ -33,7 +33,8 @@ WORKER_EVENT_SOURCE = "nexttick"
 WORKER_EVENT_WAKE = "wake"
 WORKER_EVENT_SYNC = "sync"
 
-# Limits of the public contract (README, "HTTP API").
+# Limits of the public contract (README, "HTTP API"): the API's models declare them (and so the
+# OpenAPI document), the editor library enforces them for callers that never pass the API.
 MAX_PAYLOAD_BYTES = 256 * 1024
 # Levels of objects/arrays in a payload, the payload object itself being the first: what is accepted
 # must stay readable (every reader and serialiser recurses per level).
@@ -41,6 +42,20 @@ MAX_PAYLOAD_DEPTH = 32
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 MIN_YEAR = 1970
 MAX_YEAR = 2199
+# Any delay or interval: a later instant is past MAX_YEAR anyway (and may overflow a datetime).
+MAX_SPAN_SECONDS = 200 * 366 * 86400
+MIN_EVERY_SECONDS = 1
+MIN_ATTEMPTS = 1
+MAX_ATTEMPTS = 100
+MAX_RETRY_BACKOFF_SECONDS = 86400
+MAX_MISFIRE_GRACE_SECONDS = 366 * 86400
+MAX_PAGE_SIZE = 500
+# Lengths of the API's string fields.
+MAX_ACTION_LENGTH = 256
+MAX_CRON_LENGTH = 256
+MAX_TIMEZONE_LENGTH = 64
+MAX_INSTANT_LENGTH = 64
+MAX_DURATION_LENGTH = 64
 
 # Metrics the worker emits, which the dashboard and alarms (infra/monitoring.py) read.
 METRIC_RUNS = "runs"  # occurrences executed (succeeded, failed or retrying)

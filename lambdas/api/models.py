@@ -15,14 +15,26 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from nexttick.constants import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH
+from nexttick.constants import (
+    MAX_ACTION_LENGTH,
+    MAX_ATTEMPTS,
+    MAX_CRON_LENGTH,
+    MAX_DURATION_LENGTH,
+    MAX_INSTANT_LENGTH,
+    MAX_MISFIRE_GRACE_SECONDS,
+    MAX_PAYLOAD_BYTES,
+    MAX_PAYLOAD_DEPTH,
+    MAX_RETRY_BACKOFF_SECONDS,
+    MAX_SPAN_SECONDS,
+    MAX_TIMEZONE_LENGTH,
+    MIN_ATTEMPTS,
+)
+from nexttick.constants import TASK_ID_PATTERN as TASK_ID_REGEX
 from nexttick.errors import ErrorCode, NextTickError
 from nexttick.schedules import ScheduleKind
 from nexttick.store import TaskStatus
 from nexttick.timeutil import parse_duration
 
-TASK_ID_REGEX = r"^[A-Za-z0-9._:-]{1,128}$"
-_MAX_SECONDS = 200 * 366 * 86400
 _TIME_FIELDS = ("due", "delay_seconds", "cron", "every")
 
 # Patterns document (and pre-check) the shapes the editor parses; it still checks the values.
@@ -54,15 +66,17 @@ def _bounded_duration(text: str) -> str:
         seconds = parse_duration(text).total_seconds()
     except (NextTickError, OverflowError):
         return text  # the editor names the field with a precise message
-    if seconds > _MAX_SECONDS:
+    if seconds > MAX_SPAN_SECONDS:
         raise ValueError("must be at most 200 years")
     return text
 
 
 Duration = Annotated[
-    Annotated[str, Field(max_length=64, pattern=DURATION_REGEX), AfterValidator(_bounded_duration)]
+    Annotated[
+        str, Field(max_length=MAX_DURATION_LENGTH, pattern=DURATION_REGEX), AfterValidator(_bounded_duration)
+    ]
     | Annotated[
-        float, Field(gt=0, le=_MAX_SECONDS, allow_inf_nan=False), AfterValidator(lambda v: round(v, 6))
+        float, Field(gt=0, le=MAX_SPAN_SECONDS, allow_inf_nan=False), AfterValidator(lambda v: round(v, 6))
     ],
     Field(
         description="An interval: `90s`, `1h30m`, `2d`, `250ms`, ISO 8601 `PT1H`, or a number of seconds "
@@ -75,7 +89,7 @@ Instant = Annotated[
     Field(
         description="RFC 3339 timestamp with a UTC offset (`Z` or `+01:00`); years 1970-2199.",
         examples=["2030-12-01T09:00:00+01:00"],
-        max_length=64,
+        max_length=MAX_INSTANT_LENGTH,
         pattern=INSTANT_REGEX,
     ),
 ]
@@ -104,25 +118,25 @@ class _Strict(BaseModel):
 class _TimeFields(_Strict):
     # Optional fields default to None but do not accept an explicit null (422), unless documented.
     due: Instant | SkipJsonSchema[None] = Field(default=None, description="Run once at this instant.")
-    delay_seconds: Annotated[Seconds, Field(le=_MAX_SECONDS)] | SkipJsonSchema[None] = Field(
+    delay_seconds: Annotated[Seconds, Field(le=MAX_SPAN_SECONDS)] | SkipJsonSchema[None] = Field(
         default=None, description="Run once this many seconds from now."
     )
-    cron: Annotated[str, Field(max_length=256)] | SkipJsonSchema[None] = Field(
+    cron: Annotated[str, Field(max_length=MAX_CRON_LENGTH)] | SkipJsonSchema[None] = Field(
         default=None,
         description="5-field cron expression (croniter syntax), evaluated in `timezone`.",
         examples=["0 9 * * 5"],
     )
-    timezone: Annotated[str, Field(max_length=64)] | SkipJsonSchema[None] = Field(
+    timezone: Annotated[str, Field(max_length=MAX_TIMEZONE_LENGTH)] | SkipJsonSchema[None] = Field(
         default=None, description="IANA time zone of `cron` (default UTC).", examples=["Europe/Berlin"]
     )
     every: Duration | SkipJsonSchema[None] = Field(
         default=None, description="Run every interval, the first one interval from now."
     )
-    max_attempts: Annotated[int, Field(ge=1, le=100)] | SkipJsonSchema[None] = Field(
+    max_attempts: Annotated[int, Field(ge=MIN_ATTEMPTS, le=MAX_ATTEMPTS)] | SkipJsonSchema[None] = Field(
         default=None, description="Attempts per occurrence before it ends `failed` (default 3)."
     )
-    retry_backoff_seconds: Annotated[Seconds, Field(le=86400)] | SkipJsonSchema[None] = Field(
-        default=None, description="Base of the exponential retry backoff, with jitter (default 30)."
+    retry_backoff_seconds: Annotated[Seconds, Field(le=MAX_RETRY_BACKOFF_SECONDS)] | SkipJsonSchema[None] = (
+        Field(default=None, description="Base of the exponential retry backoff, with jitter (default 30).")
     )
 
 
@@ -137,15 +151,15 @@ class CreateTaskRequest(_TimeFields):
         }
     )
 
-    action: Annotated[str, Field(min_length=1, max_length=256)] = Field(
+    action: Annotated[str, Field(min_length=1, max_length=MAX_ACTION_LENGTH)] = Field(
         description="Name of a configured action.", examples=["log"]
     )
     payload: Payload | SkipJsonSchema[None] = Field(default=None)
     end: Instant | SkipJsonSchema[None] = Field(
         default=None, description="Recurring tasks only: no occurrence after this."
     )
-    misfire_grace_seconds: Annotated[Seconds, Field(le=366 * 86400)] | SkipJsonSchema[None] = Field(
-        default=None, description="Skip an occurrence that would start later than due + grace."
+    misfire_grace_seconds: Annotated[Seconds, Field(le=MAX_MISFIRE_GRACE_SECONDS)] | SkipJsonSchema[None] = (
+        Field(default=None, description="Skip an occurrence that would start later than due + grace.")
     )
     id: Annotated[str, Field(pattern=TASK_ID_REGEX)] | SkipJsonSchema[None] = Field(
         default=None,
@@ -169,7 +183,7 @@ class UpdateTaskRequest(_TimeFields):
 
     payload: Payload | SkipJsonSchema[None] = Field(default=None)
     end: Instant | None = Field(default=None, description="Recurring tasks only: no occurrence after this.")
-    misfire_grace_seconds: Annotated[Seconds, Field(le=366 * 86400)] | None = Field(
+    misfire_grace_seconds: Annotated[Seconds, Field(le=MAX_MISFIRE_GRACE_SECONDS)] | None = Field(
         default=None, description="Skip an occurrence that would start later than due + grace."
     )
 
