@@ -35,10 +35,9 @@ from nexttick.errors import (
 )
 from nexttick.runtime import Runtime
 from nexttick.schedules import Recurrence, ScheduleKind, load_zone, validate_cron
-from nexttick.store import QueueEntry, TaskRecord, TaskStatus
+from nexttick.store import QueueEntry, TaskExistsError, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
 from nexttick.store.records import Occurrence
-from nexttick.store.repository import TaskExistsError
 from nexttick.timeutil import parse_duration, parse_instant
 
 LISTABLE_STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING)
@@ -189,7 +188,7 @@ class Editor:
             action=spec.action,
             payload=payload,
             status=TaskStatus.PENDING,
-            schedule_kind=kind.value,
+            schedule_kind=kind,
             due=due,
             created_at=now,
             updated_at=now,
@@ -377,7 +376,7 @@ class Editor:
             elif "timezone" in given:  # with a due / delay / every: rejected by _resolve_time
                 time_fields["timezone"] = given["timezone"]
             kind, recurrence, due = self._resolve_time(time_fields, now)
-            updated.schedule_kind = kind.value
+            updated.schedule_kind = kind
             updated.cron, updated.timezone = recurrence.cron, recurrence.timezone
             updated.every_seconds = recurrence.every_seconds
             updated.due = due

@@ -3,5 +3,15 @@
 from nexttick.store.failures import AWS_FAILURES, aws_cause
 from nexttick.store.records import QueueEntry, RuleState, TaskRecord, TaskStatus
 from nexttick.store.repository import TaskStore
+from nexttick.store.writes import TaskExistsError
 
-__all__ = ["AWS_FAILURES", "QueueEntry", "RuleState", "TaskRecord", "TaskStatus", "TaskStore", "aws_cause"]
+__all__ = [
+    "AWS_FAILURES",
+    "QueueEntry",
+    "RuleState",
+    "TaskExistsError",
+    "TaskRecord",
+    "TaskStatus",
+    "TaskStore",
+    "aws_cause",
+]

@@ -7,6 +7,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from nexttick.schedules import ScheduleKind
+
 
 @dataclass(frozen=True)
 class LastRun:
@@ -29,21 +31,19 @@ class TaskStatus(StrEnum):
     SKIPPED = "skipped"
 
 
-@dataclass
-class TaskRecord:
-    """One task as stored. `due` is the next scheduled occurrence (None once finished)."""
+@dataclass(kw_only=True)
+class TaskFields:
+    """A task's own fields, the ones its users see: the stored TaskRecord adds the store's
+    bookkeeping to them, the editor's Task what it derives (a live `running`, a retry's time)."""
 
     id: str
     action: str
     payload: dict[str, Any]
-    status: str  # pending | succeeded | failed | cancelled | skipped  ("running" is derived)
-    schedule_kind: str  # once | cron | every
-    due: datetime | None
-    created_at: datetime
-    updated_at: datetime
-    version: int = 1
+    status: TaskStatus
+    schedule_kind: ScheduleKind
+    due: datetime | None  # the next scheduled occurrence (None once finished)
     cron: str | None = None
-    timezone: str = "UTC"
+    timezone: str | None = "UTC"
     every_seconds: float | None = None
     end: datetime | None = None
     max_attempts: int = 3
@@ -52,6 +52,21 @@ class TaskRecord:
     attempts: int = 0
     runs: int = 0
     last_run: LastRun | None = None
+    version: int = 1
+    created_at: datetime
+    updated_at: datetime
+
+    def __post_init__(self) -> None:
+        # Given as plain strings (the table, JSON, tests) they become the enums all the same.
+        self.status = TaskStatus(self.status)
+        self.schedule_kind = ScheduleKind(self.schedule_kind)
+
+
+@dataclass(kw_only=True)
+class TaskRecord(TaskFields):
+    """One task as stored."""
+
+    timezone: str = "UTC"  # stored for every kind; only a cron schedule uses it
     # The live queue entry (sort key, token); a cancelled task keeps its last one, so that a repeated
     # cancel can still delete it.
     queue_key: str | None = None

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from nexttick.schedules import Recurrence, ScheduleKind
-from nexttick.store.records import LastRun, TaskRecord
+from nexttick.store.records import LastRun, TaskRecord, TaskStatus
 
 MIN_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 7 * 86400.0
@@ -59,7 +59,7 @@ class Plan:
 
 def recurrence_of(task: TaskRecord) -> Recurrence:
     return Recurrence(
-        ScheduleKind(task.schedule_kind),
+        task.schedule_kind,
         cron=task.cron,
         timezone=task.timezone,
         every_seconds=task.every_seconds,
@@ -115,7 +115,7 @@ def plan_completion(
     """The new task record (and next queue entry, if any) after attempt `a` of a pending task."""
     ran = a.outcome is not RunOutcome.SKIPPED
     base = replace(task, runs=task.runs + (1 if ran else 0), version=task.version + 1, updated_at=now)
-    recurring = task.schedule_kind != ScheduleKind.ONCE.value
+    recurring = task.schedule_kind is not ScheduleKind.ONCE
     next_due = recurrence_of(task).next_due_from(a.scheduled_for, now) if recurring else None
     if next_due is not None and task.end is not None and next_due > task.end:
         next_due = None
@@ -132,7 +132,7 @@ def plan_completion(
         record = replace(base, due=next_due, attempts=0, last_run=_last_run(a, result))
         return Plan(record, NextRun(next_due, next_due, 1), result)
 
-    status = result if not recurring else RunOutcome.SUCCEEDED.value  # a finished series succeeded
+    status = TaskStatus(result) if not recurring else TaskStatus.SUCCEEDED  # a finished series succeeded
     record = replace(
         base,
         status=status,

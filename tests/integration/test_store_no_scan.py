@@ -16,7 +16,7 @@ import pytest
 
 from local.meter import DynamoMeter
 from nexttick.store import QueueEntry, TaskRecord, TaskStore
-from nexttick.store.repository import HEAD_PAGE_SIZE
+from nexttick.store.queue import HEAD_PAGE_SIZE
 from tests.support.oplog import OperationLog
 
 BACKLOG = 10_000

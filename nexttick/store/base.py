@@ -1,0 +1,27 @@
+"""What the store's parts share: the models bound to one table, its queue shards, and telling a
+failed write condition from any other write error."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from pynamodb.exceptions import DeleteError, PutError, UpdateError
+
+from nexttick.store.models import BoundModels
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+class StoreBase:
+    """The state TaskStore sets up, declared for the parts it is assembled from."""
+
+    models: BoundModels
+    shards: int
+    _pool: ThreadPoolExecutor
+
+
+def condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
+    # Not `exc.cause_response_code`: it fails with AttributeError on a cause without a response
+    # (a read timeout), which would hide the real error.
+    response = getattr(exc.cause, "response", None) or {}
+    return bool(response.get("Error", {}).get("Code") == _CONDITION_FAILED)

@@ -1,0 +1,104 @@
+"""Items of the table to records and back. A task's attributes are its record's fields, by name
+(`id` is stored as `task_id`), converted by each field's declared type: a field added to both
+needs no code here (tests/unit/test_store_mapping.py holds the two in step)."""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import MISSING, Field, fields, is_dataclass
+from enum import Enum
+from typing import Any, TypeVar
+
+from nexttick.constants import TASK_SK
+from nexttick.store import keys
+from nexttick.store.models import LastRunAttribute, QueueItem, RuleStateItem, TaskItem
+from nexttick.store.records import LastRun, QueueEntry, RuleState, TaskRecord
+from nexttick.timeutil import from_epoch
+
+T = TypeVar("T")
+
+# Record field -> item attribute, where they differ.
+STORED_AS = {"id": "task_id"}
+
+
+def task_item(model: type[TaskItem], record: TaskRecord) -> TaskItem:
+    attributes = {STORED_AS.get(f.name, f.name): _stored(getattr(record, f.name)) for f in fields(record)}
+    return model(keys.task_pk(record.id), TASK_SK, **attributes)
+
+
+def task_record(item: TaskItem) -> TaskRecord:
+    return _read(TaskRecord, item, STORED_AS)
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, LastRun):
+        return LastRunAttribute(**{f.name: _stored(getattr(value, f.name)) for f in fields(value)})
+    return value.value if isinstance(value, Enum) else value
+
+
+def _read(cls: type[T], source: Any, stored_as: dict[str, str]) -> T:
+    """An instance of dataclass `cls` from the attributes of `source`, each converted to its field's
+    type (DynamoDB numbers come back as int or float whatever was written; a missing attribute
+    takes the field's default)."""
+    hints = typing.get_type_hints(cls)
+    values = {
+        f.name: _convert(hints[f.name], getattr(source, stored_as.get(f.name, f.name)), f)
+        for f in fields(cls)  # type: ignore[arg-type]
+    }
+    return cls(**values)
+
+
+def _convert(hint: Any, value: Any, field: Field[Any]) -> Any:
+    if value is None:
+        return None if field.default is MISSING else field.default
+    if isinstance(hint, types.UnionType):  # `X | None`: the fields have one type besides None
+        (hint,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
+    if is_dataclass(hint):
+        return _read(hint, value, {})  # type: ignore[arg-type]
+    if hint in (int, float) or (isinstance(hint, type) and issubclass(hint, Enum)):
+        return hint(value)
+    return value
+
+
+def queue_item(model: type[QueueItem], entry: QueueEntry) -> QueueItem:
+    return model(
+        keys.queue_pk(entry.shard),
+        entry.key,
+        task_id=entry.task_id,
+        token=entry.token,
+        scheduled_for=entry.scheduled_for,
+        attempt=entry.attempt,
+        created_at=entry.created_at,
+    )
+
+
+def queue_entry(item: QueueItem, shard: int) -> QueueEntry:
+    run_at, task_id = keys.split_queue_sort_key(item.sk)
+    return QueueEntry(
+        shard=shard,
+        run_at=run_at,
+        task_id=task_id,
+        token=item.token,
+        scheduled_for=item.scheduled_for,
+        key=item.sk,
+        attempt=int(item.attempt or 1),
+        lease_until=from_epoch(item.lease_until) if item.lease_until is not None else None,
+        lease_owner=item.lease_owner,
+        created_at=item.created_at,
+        last_error=item.last_error,
+    )
+
+
+def rule_state(item: RuleStateItem) -> RuleState:
+    armed = int(item.armed_at or 0)
+    return RuleState(
+        armed_minute=from_epoch(armed) if armed else None,
+        version=int(item.version or 0),
+        published_version=int(item.published or 0),
+        repair_version=int(item.repaired) if item.repaired is not None else None,
+        kicked_at=from_epoch(item.kicked_at) if item.kicked_at else None,
+        waiter_at=from_epoch(item.waiter_at) if item.waiter_at else None,
+        waiter_until=from_epoch(item.waiter_until) if item.waiter_until else None,
+        waiter_owner=item.waiter_owner,
+    )

@@ -1,0 +1,205 @@
+"""Queue entries: writing and deleting them, workers' claims and leases, and reading the shards in
+due order (strongly consistent queries of base-table items, never a Scan or a GSI)."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from pynamodb.exceptions import DeleteError, PutError, UpdateError
+from pynamodb.expressions.condition import Condition
+
+from nexttick.store import keys
+from nexttick.store.base import StoreBase, condition_failed
+from nexttick.store.mapping import queue_entry, queue_item
+from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord
+from nexttick.timeutil import from_epoch, to_epoch
+
+# Entries per request when looking for a shard's head: usually the first one decides.
+HEAD_PAGE_SIZE = 1
+
+
+class QueueStore(StoreBase):
+    """The queue entries of TaskStore."""
+
+    def _new_entry(self, task_id: str, run: Occurrence, created_at: datetime) -> QueueEntry:
+        """A fresh entry (not yet written): a new token, and so a sort key no entry has had."""
+        token = uuid.uuid4().hex
+        return QueueEntry(
+            shard=keys.shard_of(task_id, self.shards),
+            run_at=run.run_at,
+            task_id=task_id,
+            token=token,
+            scheduled_for=run.scheduled_for,
+            key=keys.queue_sort_key(run.run_at, task_id, token),
+            attempt=run.attempt,
+            created_at=created_at,
+        )
+
+    def _put_new_entry(self, task_id: str, run: Occurrence, created_at: datetime) -> QueueEntry:
+        entry = self._new_entry(task_id, run, created_at)
+        try:
+            queue_item(self.models.queue, entry).save(condition=self.models.queue.pk.does_not_exist())
+        except PutError as exc:
+            # The key holds our fresh token, so only our own first attempt can have taken it (the
+            # SDK resent a put whose answer was lost).
+            if not condition_failed(exc) or self.get_entry(entry.shard, entry.key) is None:
+                raise
+        return entry
+
+    def entry_of(self, record: TaskRecord) -> EntryRef | None:
+        """The queue entry the task points at, if any."""
+        if record.queue_key is None or record.queue_token is None:
+            return None
+        return EntryRef(keys.shard_of(record.id, self.shards), record.queue_key, record.queue_token)
+
+    def discard_entry(self, ref: EntryRef) -> bool:
+        """Delete an entry only if it is still the one with `ref.token` (never someone else's). Alone,
+        for entries no task points at (a crash's leftovers); the write protocol uses it in order."""
+        item = self.models.queue(keys.queue_pk(ref.shard), ref.key)
+        try:
+            item.delete(condition=self.models.queue.token == ref.token)
+        except DeleteError as exc:
+            if condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def get_entry(self, shard: int, key: str) -> QueueEntry | None:
+        try:
+            item = self.models.queue.get(keys.queue_pk(shard), key, consistent_read=True)
+        except self.models.queue.DoesNotExist:
+            return None
+        return queue_entry(item, shard)
+
+    def claim(self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str) -> QueueEntry | None:
+        """Lease an entry for one worker: succeeds only if it is unchanged and not leased (or its lease
+        expired). Returns the claimed entry, or None when another worker holds it or it is gone.
+
+        Every claim counts as an attempt, in the same conditional write: the returned entry's
+        `attempt` is this claim's, the stored one the next claim's, so an attempt that crashes or
+        fails after its action still counts."""
+        q = self.models.queue
+        item = q(keys.queue_pk(entry.shard), entry.key)
+        condition: Condition = (
+            q.pk.exists()
+            & (q.token == entry.token)
+            & (q.lease_until.does_not_exist() | (q.lease_until <= to_epoch(now)))
+        )
+        try:
+            item.update(
+                actions=[
+                    q.lease_until.set(to_epoch(lease_until)),
+                    q.lease_owner.set(owner),
+                    q.attempt.add(1),
+                ],
+                condition=condition,
+            )
+        except UpdateError as exc:
+            if not condition_failed(exc):
+                raise
+            # Ours if the SDK resent an applied claim whose answer was lost: same owner, same lease.
+            stored = self.get_entry(entry.shard, entry.key)
+            if stored is None or not (
+                stored.token == entry.token
+                and stored.lease_owner == owner
+                and stored.lease_until == from_epoch(to_epoch(lease_until))
+            ):
+                return None
+            stored.attempt -= 1
+            return stored
+        claimed = queue_entry(item, entry.shard)
+        claimed.attempt -= 1
+        return claimed
+
+    def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
+        """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when
+        the entry is no longer ours: completed, cancelled, or claimed by another after a lapse."""
+        return self._update_own(entry, owner, [self.models.queue.lease_until.set(to_epoch(until))])
+
+    def defer_entry(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
+        """Hide an entry we claimed but did not run until `until`; the claim ran nothing, so it does
+        not count as an attempt (`entry` as `claim` returned it)."""
+        q = self.models.queue
+        return self._update_own(
+            entry, owner, [q.lease_until.set(to_epoch(until)), q.attempt.set(entry.attempt)]
+        )
+
+    def abandon(self, entry: QueueEntry, owner: str, error: str) -> bool:
+        """Leave our claim with the `error` that ended it: the entry runs again after its lease, and
+        the claim that finds its attempts exhausted records this error as the occurrence's."""
+        return self._update_own(entry, owner, [self.models.queue.last_error.set(error)])
+
+    def _update_own(self, entry: QueueEntry, owner: str, actions: list[Any]) -> bool:
+        q = self.models.queue
+        item = q(keys.queue_pk(entry.shard), entry.key)
+        try:
+            item.update(
+                actions=actions, condition=q.pk.exists() & (q.token == entry.token) & (q.lease_owner == owner)
+            )
+        except UpdateError as exc:
+            if condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def shard_entries(
+        self, shard: int, *, up_to: datetime | None = None, after_key: str | None = None, page_size: int = 100
+    ) -> Iterator[QueueEntry]:
+        """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`
+        and/or after the sort key `after_key`. Lazily paged: callers read only what they consume."""
+        q = self.models.queue
+        condition: Condition | None = None
+        if up_to is not None and after_key is not None:
+            lower, upper = after_key + "\x00", keys.upper_bound_for(up_to)
+            if lower > upper:  # DynamoDB rejects a BETWEEN whose bounds are reversed
+                return
+            condition = q.sk.between(lower, upper)
+        elif up_to is not None:
+            condition = q.sk <= keys.upper_bound_for(up_to)
+        elif after_key is not None:
+            condition = q.sk > after_key
+        for item in q.query(
+            keys.queue_pk(shard),
+            range_key_condition=condition,
+            consistent_read=True,
+            page_size=page_size,
+        ):
+            yield queue_entry(item, shard)
+
+    def merged_entries(
+        self, *, up_to: datetime | None = None, after_key: str | None = None, page_size: int = 100
+    ) -> Iterator[QueueEntry]:
+        """Entries of all shards in run-time order (as `shard_entries`), merged. The shards' first
+        pages are read in parallel: one round trip of latency instead of one per shard."""
+        streams = [
+            self.shard_entries(shard, up_to=up_to, after_key=after_key, page_size=page_size)
+            for shard in range(self.shards)
+        ]
+        firsts = list(self._pool.map(lambda stream: next(stream, None), streams))
+        primed = [
+            itertools.chain([first], stream)
+            for first, stream in zip(firsts, streams, strict=True)
+            if first is not None
+        ]
+        return heapq.merge(*primed, key=lambda entry: entry.key)
+
+    def shard_head(self, shard: int) -> datetime | None:
+        """Earliest time any entry of `shard` becomes claimable. Reads the leased entries at the front
+        of the shard (in flight: bounded by the worker pool) and then one more."""
+        best: datetime | None = None
+        for entry in self.shard_entries(shard, page_size=HEAD_PAGE_SIZE):
+            at = entry.effective_at()
+            best = at if best is None or at < best else best
+            if entry.lease_until is None or entry.lease_until <= entry.run_at:
+                break  # every later entry runs at or after this one
+        return best
+
+    def head(self) -> datetime | None:
+        """Earliest claimable time over all shards (strongly consistent, no Scan)."""
+        heads = [h for h in self._pool.map(self.shard_head, range(self.shards)) if h is not None]
+        return min(heads) if heads else None

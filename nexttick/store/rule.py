@@ -1,0 +1,114 @@
+"""The rule record: the minute the single EventBridge rule is armed for (compare-and-set), the
+confirmation of its publication, and the claims on it (repair, the one waiting worker, a kick)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.condition import Condition
+
+from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK
+from nexttick.store.base import StoreBase, condition_failed
+from nexttick.store.mapping import rule_state
+from nexttick.store.records import RuleState
+from nexttick.timeutil import to_epoch
+
+
+class RuleStateStore(StoreBase):
+    """The rule record of TaskStore."""
+
+    def read_rule_state(self) -> RuleState:
+        try:
+            item = self.models.rule.get(RULE_STATE_PK, RULE_STATE_SK, consistent_read=True)
+        except self.models.rule.DoesNotExist:
+            return RuleState(armed_minute=None, version=0)
+        return rule_state(item)
+
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
+        """Set the armed minute if the record's version is `expected_version`; returns the new
+        version, or None when someone else changed it first."""
+        r = self.models.rule
+        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        armed = int(to_epoch(armed_minute)) if armed_minute is not None else 0
+        condition = r.version.does_not_exist() if expected_version == 0 else r.version == expected_version
+        try:
+            item.update(
+                actions=[r.armed_at.set(armed), r.version.set(expected_version + 1)], condition=condition
+            )
+        except UpdateError as exc:
+            if condition_failed(exc):
+                return None
+            raise
+        return expected_version + 1
+
+    def confirm_published(self, version: int) -> bool:
+        """Record that a PutRule of the value at `version` has returned, if the record is still at
+        `version` (the publish loop's confirmation; False: it moved meanwhile, publish again)."""
+        r = self.models.rule
+        return self._update_rule([r.published.set(version)], r.version == version)
+
+    def claim_repair(self, version: int) -> bool:
+        """Take it upon the caller to publish the record at `version`, whose PutRule was never
+        confirmed (its writer may have died before it). One caller per version wins."""
+        r = self.models.rule
+        condition = (
+            (r.version == version)
+            & (r.published.does_not_exist() | (r.published != version))
+            & (r.repaired.does_not_exist() | (r.repaired != version))
+        )
+        return self._update_rule([r.repaired.set(version)], condition)
+
+    def claim_waiter(
+        self,
+        at: datetime,
+        owner: str,
+        until: datetime,
+        stale_before: datetime,
+        *,
+        expected_version: int | None = None,
+    ) -> bool:
+        """Become the one worker sleeping for a due-soon head at `at`, alive until `until`. Succeeds if
+        there is no waiter, we are it, the current one wakes later than `at`, will be gone by `at`, or
+        should have woken before `stale_before` (it died: waiters release their claim on waking).
+        With `expected_version`: only while the record is still at that version, published."""
+        r = self.models.rule
+        condition: Condition = (
+            r.waiter_at.does_not_exist()
+            | (r.waiter_owner == owner)
+            | (r.waiter_at > to_epoch(at))
+            | (r.waiter_until < to_epoch(at))
+            | (r.waiter_at < to_epoch(stale_before))
+        )
+        if expected_version is not None:
+            condition = condition & (r.version == expected_version) & (r.published == expected_version)
+        actions = [
+            r.waiter_at.set(to_epoch(at)),
+            r.waiter_until.set(to_epoch(until)),
+            r.waiter_owner.set(owner),
+        ]
+        return self._update_rule(actions, condition)
+
+    def release_waiter(self, owner: str, at: datetime) -> bool:
+        """Remove the waiter claim of `owner` for `at` (and nothing newer)."""
+        r = self.models.rule
+        actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
+        return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
+
+    def _update_rule(self, actions: list[Any], condition: Condition) -> bool:
+        """One conditional UpdateItem of the rule record; False when its condition failed."""
+        item = self.models.rule(RULE_STATE_PK, RULE_STATE_SK)
+        try:
+            item.update(actions=actions, condition=condition)
+        except UpdateError as exc:
+            if condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
+        """Claim the right to kick a stalled worker (at most once per window, across editors)."""
+        r = self.models.rule
+        condition = r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since))
+        return self._update_rule([r.kicked_at.set(to_epoch(now))], condition)

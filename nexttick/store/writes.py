@@ -1,0 +1,148 @@
+"""Task reads and the write protocol, which lives here and nowhere else: `create_task`,
+`swap_occurrence` (reschedule, cancel, the worker's next occurrence / retry / finish) and
+`drop_entry_of`. Each writes a new queue entry first (under a key no other entry has, and only if
+that key is free), then the task (conditionally), then deletes the entry left behind (by token).
+No write can replace a live entry, and a crash between writes leaves at most an entry no task
+points at. Task reads are strongly consistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from pynamodb.exceptions import PutError
+
+from nexttick.constants import TASK_SK
+from nexttick.store import keys
+from nexttick.store.base import condition_failed
+from nexttick.store.mapping import queue_item, task_item, task_record
+from nexttick.store.models import TaskItem
+from nexttick.store.queue import QueueStore
+from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus
+
+Step = Callable[[str], None]
+
+
+def _no_step(_: str) -> None:
+    return None
+
+
+class TaskExistsError(Exception):
+    """A task item with this id already exists (raised by `create_task`)."""
+
+
+class TaskWrites(QueueStore):
+    """The tasks of TaskStore, and the write protocol that moves them between queue entries."""
+
+    def get_task(self, task_id: str) -> TaskRecord | None:
+        try:
+            item = self.models.task.get(keys.task_pk(task_id), TASK_SK, consistent_read=True)
+        except self.models.task.DoesNotExist:
+            return None
+        return task_record(item)
+
+    def get_tasks(self, task_ids: Iterable[str]) -> dict[str, TaskRecord]:
+        """The existing tasks among `task_ids`, by id: strongly consistent BatchGetItem calls (100
+        keys each; pynamodb retries unprocessed keys), not one GetItem per task."""
+        wanted = [(keys.task_pk(task_id), TASK_SK) for task_id in dict.fromkeys(task_ids)]
+        found = (task_record(item) for item in self.models.task.batch_get(wanted, consistent_read=True))
+        return {record.id: record for record in found}
+
+    def create_task(self, record: TaskRecord) -> None:
+        """Write a new pending task with its first queue entry (at `record.due`) and point it there.
+
+        Entry first, then the task (only if the id is free): the task is never visible without its
+        entry. Raises TaskExistsError when the id is taken, after deleting the entry it wrote; any
+        other failure leaves the entry alone (the task write may have committed)."""
+        assert record.due is not None, "a pending task needs a due time"
+        entry = self._put_new_entry(record.id, Occurrence(record.due, record.due), record.created_at)
+        record.queue_key, record.queue_token = entry.key, entry.token
+        item = task_item(self.models.task, record)
+        try:
+            item.save(condition=self.models.task.pk.does_not_exist())
+        except PutError as exc:
+            if not condition_failed(exc):
+                raise
+            if self._stored_as_written(item):
+                return
+            self.discard_entry(entry.ref)
+            raise TaskExistsError(record.id) from exc
+
+    def swap_occurrence(
+        self,
+        current: TaskRecord,
+        updated: TaskRecord,
+        run: Occurrence | None,
+        *,
+        leaving: EntryRef | None,
+        step: Step = _no_step,
+    ) -> bool:
+        """Write `updated` over `current` (compare-and-set on `current.version`) and move the task
+        from the entry it is `leaving` to a new entry for `run` (none: cancelled or finished).
+
+        1. with `run`: put a new entry under a fresh key, only if that key is free, and point
+           `updated` at it (the entry is stamped with `updated.updated_at`);
+        2. put the task (CAS). Lost: delete the new entry and return False (re-read, re-decide);
+        3. delete `leaving`, by token: the task no longer points at it.
+        A crash between steps leaves an entry no task points at, never a task without its entry.
+        `step` names each completed write ("entry-put", "task-replaced", "entry-deleted")."""
+        new: QueueEntry | None = None
+        if run is not None:
+            new = self._put_new_entry(updated.id, run, updated.updated_at)
+            updated.queue_key, updated.queue_token = new.key, new.token
+            step("entry-put")
+        if not self.replace_task(updated, current.version):
+            if new is not None:
+                self.discard_entry(new.ref)
+            return False
+        step("task-replaced")
+        if leaving is not None:
+            self.discard_entry(leaving)
+            step("entry-deleted")
+        return True
+
+    def drop_entry_of(self, record: TaskRecord) -> None:
+        """Delete the entry a cancelled task still points at: a repeated cancel finishes what an
+        interrupted one left (its entry delete)."""
+        assert record.status != TaskStatus.PENDING, "a pending task's entry is live"
+        ref = self.entry_of(record)
+        if ref is not None:
+            self.discard_entry(ref)
+
+    def replace_task(self, record: TaskRecord, expected_version: int) -> bool:
+        """Write the whole task if its stored version is still `expected_version` (compare-and-set).
+
+        Every field is written each time, so no half-applied update can exist. The queue pointer is
+        written as given: use `swap_occurrence` to move the task to another entry."""
+        item = task_item(self.models.task, record)
+        try:
+            item.save(condition=self.models.task.version == expected_version)
+        except PutError as exc:
+            if not condition_failed(exc):
+                raise
+            return self._stored_as_written(item)
+        return True
+
+    def _stored_as_written(self, item: TaskItem) -> bool:
+        """Whether the stored task is exactly `item`, after its conditional put failed. The SDK
+        resends a put whose answer was lost (a 500 or a timeout after DynamoDB applied it), and the
+        resend fails its condition on the first attempt's own write: that write is ours, and
+        treating it as lost would delete the entry the committed task points at."""
+        try:
+            stored = self.models.task.get(item.pk, TASK_SK, consistent_read=True)
+        except self.models.task.DoesNotExist:
+            return False
+        return bool(stored.serialize() == item.serialize())
+
+    def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
+        """Write many new pending tasks, each with a fresh queue entry at its `due`, with
+        BatchWriteItem, unconditionally (loading a backlog for benchmarks and tests; never where an
+        id could already exist). Sets each record's queue pointer."""
+        with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
+            for record in records:
+                assert record.due is not None, "a pending task needs a due time"
+                entry = self._new_entry(record.id, Occurrence(record.due, record.due), created_at)
+                record.queue_key, record.queue_token = entry.key, entry.token
+                entries.save(queue_item(self.models.queue, entry))
+                tasks.save(task_item(self.models.task, record))

@@ -1,0 +1,69 @@
+"""One task model: the table's item holds the store's record's fields, and maps to the record and
+back without loss."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from datetime import UTC, datetime, timedelta
+
+from nexttick.schedules import ScheduleKind
+from nexttick.store.mapping import STORED_AS, task_item, task_record
+from nexttick.store.models import LastRunAttribute, TaskItem
+from nexttick.store.records import LastRun, TaskRecord, TaskStatus
+
+T0 = datetime(2030, 1, 7, 9, 0, 0, 250_000, tzinfo=UTC)
+
+
+def record(**overrides: object) -> TaskRecord:
+    values: dict = dict(
+        id="t1",
+        action="log",
+        payload={"to": "ada@example.com", "n": [1, {"deep": True}]},
+        status="pending",
+        schedule_kind="cron",
+        due=T0,
+        created_at=T0 - timedelta(days=1),
+        updated_at=T0 - timedelta(hours=1),
+        version=4,
+        cron="0 9 * * 1",
+        timezone="Europe/Berlin",
+        end=T0 + timedelta(days=30),
+        max_attempts=5,
+        retry_backoff_seconds=2.5,
+        misfire_grace_seconds=60.0,
+        attempts=1,
+        runs=3,
+        last_run=LastRun(
+            started_at=T0 - timedelta(days=7),
+            finished_at=T0 - timedelta(days=7) + timedelta(seconds=2),
+            outcome="failed",
+            error="boom",
+            scheduled_for=T0 - timedelta(days=7),
+            attempt=2,
+        ),
+        queue_key="2030-01-07T09:00:00.250000Z#t1#tok",
+        queue_token="tok",
+        request_hash="abc",
+    )
+    values.update(overrides)
+    return TaskRecord(**values)
+
+
+def test_the_item_stores_exactly_the_records_fields() -> None:
+    stored = {STORED_AS.get(f.name, f.name) for f in fields(TaskRecord)}
+    assert set(TaskItem.get_attributes()) - {"pk", "sk"} == stored
+    assert set(LastRunAttribute.get_attributes()) == {f.name for f in fields(LastRun)}
+
+
+def test_a_record_survives_the_table_unchanged() -> None:
+    for original in (record(), record(schedule_kind="every", every_seconds=90.0, cron=None, last_run=None)):
+        item = task_item(TaskItem, original)
+        read = task_record(TaskItem.from_raw_data(item.serialize()))
+        assert read == original
+        assert type(read.retry_backoff_seconds) is float and type(read.version) is int
+
+
+def test_status_and_schedule_kind_are_enums_that_compare_as_strings() -> None:
+    read = task_record(TaskItem.from_raw_data(task_item(TaskItem, record()).serialize()))
+    assert read.status is TaskStatus.PENDING and read.status == "pending"
+    assert read.schedule_kind is ScheduleKind.CRON and read.schedule_kind == "cron"
