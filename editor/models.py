@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
-from nexttick.store.records import LastRun
+from nexttick.schedules import ScheduleKind
+from nexttick.store.records import TaskFields, TaskRecord, TaskStatus
 from nexttick.timeutil import format_instant, rfc3339
 
 UNSET: Any = object()  # "field not given" in TaskChanges (None may be a meaningful value)
@@ -60,35 +62,30 @@ class TaskChanges:
         return {k: v for k, v in self.__dict__.items() if v is not UNSET}
 
 
-@dataclass(frozen=True)
-class Task:
-    """A task as seen by users (`running` is reported while an occurrence holds a live lease)."""
+@dataclass(kw_only=True)
+class Task(TaskFields):
+    """A task as users see it: its own fields, with `status` `running` while an occurrence holds a
+    live lease, `timezone` only for a cron schedule, and the time a retry is scheduled for."""
 
-    id: str
-    action: str
-    payload: dict[str, Any]
-    status: str
-    schedule: str  # once | cron | every
-    due: datetime | None
-    cron: str | None
-    timezone: str | None
-    every_seconds: float | None
-    end: datetime | None
-    next_attempt_at: datetime | None
-    max_attempts: int
-    retry_backoff_seconds: float
-    misfire_grace_seconds: float | None
-    attempts: int
-    runs: int
-    last_run: LastRun | None
-    version: int
-    created_at: datetime
-    updated_at: datetime
+    next_attempt_at: datetime | None = None
+
+    @property
+    def schedule(self) -> ScheduleKind:
+        return self.schedule_kind
+
+    @classmethod
+    def of(cls, record: TaskRecord, *, status: TaskStatus, next_attempt_at: datetime | None) -> Task:
+        own = {f.name: getattr(record, f.name) for f in fields(TaskFields)}
+        own.update(
+            status=status, timezone=record.timezone if record.schedule_kind is ScheduleKind.CRON else None
+        )
+        return cls(**own, next_attempt_at=next_attempt_at)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with RFC 3339 UTC timestamps. Shallow: the payload is JSON already and is
-        passed through, so reading a task never recurses over a client's nesting."""
-        body = {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
+        """JSON-ready dict with RFC 3339 UTC timestamps, `schedule_kind` named `schedule`. Shallow:
+        the payload is JSON already and is passed through, so reading a task never recurses over a
+        client's nesting."""
+        body = {_PUBLIC_NAMES.get(f.name, f.name): _json_value(getattr(self, f.name)) for f in fields(self)}
         if self.last_run is not None:
             body["last_run"] = {
                 f.name: _json_value(getattr(self.last_run, f.name)) for f in fields(self.last_run)
@@ -96,8 +93,14 @@ class Task:
         return body
 
 
+# Public names where they differ from the record's (what the API and the CLI call them).
+_PUBLIC_NAMES = {"schedule_kind": "schedule"}
+
+
 def _json_value(value: Any) -> Any:
-    return rfc3339(value) if isinstance(value, datetime) else value
+    if isinstance(value, datetime):
+        return rfc3339(value)
+    return value.value if isinstance(value, Enum) else value
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from editor.client import Editor
+from editor.specs import check_payload
 from nexttick.constants import MAX_PAYLOAD_DEPTH
 from nexttick.errors import ValidationError
 
@@ -26,7 +26,7 @@ def test_a_payload_at_the_limit_is_accepted() -> None:
     while levels(payload) < MAX_PAYLOAD_DEPTH:
         payload = {"x": payload}
     assert levels(payload) == MAX_PAYLOAD_DEPTH
-    assert Editor._check_payload(payload) is payload
+    assert check_payload(payload) is payload
 
 
 @pytest.mark.parametrize("depth", [MAX_PAYLOAD_DEPTH + 1, 100, 5000, 50_000])
@@ -35,6 +35,6 @@ def test_a_deeper_payload_is_refused_naming_the_limit(depth: int) -> None:
     for _ in range(depth - 1):
         payload = {"a": payload}
     with pytest.raises(ValidationError) as raised:
-        Editor._check_payload(payload)
+        check_payload(payload)
     assert raised.value.field == "payload"
     assert raised.value.message == f"payload: nested deeper than {MAX_PAYLOAD_DEPTH} levels"

@@ -1,11 +1,14 @@
-"""One task model: the table's item holds the store's record's fields, and maps to the record and
-back without loss."""
+"""One task model: the table's item, the store's record, the editor's Task and the API's TaskOut
+hold the same fields, and the item maps to the record and back without loss."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 
+from editor.models import Task
+from nexttick.api.models import LastRun as LastRunOut
+from nexttick.api.models import TaskOut
 from nexttick.schedules import ScheduleKind
 from nexttick.store.mapping import STORED_AS, task_item, task_record
 from nexttick.store.models import LastRunAttribute, TaskItem
@@ -67,3 +70,19 @@ def test_status_and_schedule_kind_are_enums_that_compare_as_strings() -> None:
     read = task_record(TaskItem.from_raw_data(task_item(TaskItem, record()).serialize()))
     assert read.status is TaskStatus.PENDING and read.status == "pending"
     assert read.schedule_kind is ScheduleKind.CRON and read.schedule_kind == "cron"
+
+
+def test_task_out_has_the_tasks_fields_and_serialises_it_the_same() -> None:
+    # Given the editor's view of a task (running, with a retry scheduled)
+    task = Task.of(record(), status=TaskStatus.RUNNING, next_attempt_at=T0 + timedelta(minutes=1))
+    # Then the API's response model reads it as is, and renders what the editor renders
+    out = TaskOut.model_validate(task, from_attributes=True)
+    assert out.model_dump(mode="json") == task.to_dict()
+    assert set(TaskOut.model_fields) == set(task.to_dict())
+    assert set(LastRunOut.model_fields) == {f.name for f in fields(LastRun)}
+
+
+def test_the_view_shows_a_time_zone_for_cron_schedules_only() -> None:
+    every = record(schedule_kind="every", every_seconds=90.0, cron=None, timezone="UTC")
+    assert Task.of(every, status=TaskStatus.PENDING, next_attempt_at=None).timezone is None
+    assert Task.of(record(), status=TaskStatus.PENDING, next_attempt_at=None).timezone == "Europe/Berlin"
