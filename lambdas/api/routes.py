@@ -137,8 +137,16 @@ def _task_response(task: Task, status: int = 200, base: str = "") -> Response[An
     if status == 201:
         headers["Location"] = f"{base}/tasks/{task.id}"
     return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=task.to_dict(), headers=headers
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=_task_body(task),
+        headers=headers,
     )
+
+
+def _task_body(task: Task) -> dict[str, Any]:
+    """The response body of a task: the editor's Task rendered through the documented TaskOut."""
+    return TaskOut.model_validate(task, from_attributes=True).model_dump(mode="json")
 
 
 def _occurrence_due(task: Task, now: datetime) -> bool:
@@ -199,7 +207,7 @@ def list_tasks(
     return Response(
         status_code=200,
         content_type=content_types.APPLICATION_JSON,
-        body={"items": [t.to_dict() for t in page.items], "next_cursor": page.next_cursor},
+        body={"items": [_task_body(t) for t in page.items], "next_cursor": page.next_cursor},
     )
 
 

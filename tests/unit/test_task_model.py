@@ -7,8 +7,8 @@ from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 
 from editor.models import Task
-from nexttick.api.models import LastRun as LastRunOut
-from nexttick.api.models import TaskOut
+from lambdas.api.models import LastRun as LastRunOut
+from lambdas.api.models import TaskOut
 from nexttick.schedules import ScheduleKind
 from nexttick.store.mapping import STORED_AS, task_item, task_record
 from nexttick.store.models import LastRunAttribute, TaskItem
