@@ -31,13 +31,7 @@ def poc_scan_items(count: int) -> int:
     with table.batch_writer() as batch:
         for i in range(count):
             batch.put_item(Item={"id": f"t{i}", "due": f"2031-01-01T00:{i % 60:02d}:00Z", "action": "log"})
-    scanned, kwargs = 0, {"TableName": "poc-tasks"}
-    while True:
-        page = client.scan(**kwargs)
-        scanned += page["ScannedCount"]
-        if "LastEvaluatedKey" not in page:
-            return scanned
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return sum(page["ScannedCount"] for page in client.get_paginator("scan").paginate(TableName="poc-tasks"))
 
 
 def measure(count: int) -> dict[str, Any]:

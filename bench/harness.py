@@ -6,33 +6,56 @@ import contextlib
 import os
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 from moto import mock_aws
 
+from local.options import EMULATOR_CREDENTIALS
 from local.resources import create_resources
 from nexttick.config import NextTickSettings
 from nexttick.runtime import Runtime
+from nexttick.schedules import ScheduleKind
 from nexttick.store import TaskStore
-from nexttick.store.records import TaskRecord
+from nexttick.store.records import TaskRecord, TaskStatus
 
 ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "target": "bench.actions:io_50ms"}}
 
 
 @contextlib.contextmanager
-def emulated_aws(**overrides: object) -> Iterator[Runtime]:
+def emulated_aws(**overrides: Any) -> Iterator[Runtime]:
     """moto in-process with the table, the rule and a worker function; yields a Runtime."""
     os.environ.update(
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
+        EMULATOR_CREDENTIALS,
         AWS_DEFAULT_REGION="us-east-1",
         AWS_REGION="us-east-1",
         POWERTOOLS_METRICS_NAMESPACE="nexttick",
         POWERTOOLS_LOG_LEVEL="WARNING",
     )
     with mock_aws(config={"lambda": {"use_docker": False}}):
-        settings = NextTickSettings(actions_config=ACTIONS, **overrides)  # type: ignore[arg-type]
+        settings = NextTickSettings(actions_config=ACTIONS, **overrides)
         create_resources(settings)
         yield Runtime.build(settings)
+
+
+def pending_once(
+    task_id: str,
+    due: datetime,
+    now: datetime,
+    *,
+    action: str = "log",
+    payload: dict[str, object] | None = None,
+) -> TaskRecord:
+    """A pending one-shot task record, as the store's bulk and direct writes take it."""
+    return TaskRecord(
+        id=task_id,
+        action=action,
+        payload={} if payload is None else payload,
+        status=TaskStatus.PENDING,
+        schedule_kind=ScheduleKind.ONCE,
+        due=due,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def bulk_load(
@@ -41,16 +64,7 @@ def bulk_load(
     """Load `count` pending one-shot tasks due between `start` and `start + spread` (the backlog)."""
     step = spread / max(count, 1)
     records = [
-        TaskRecord(
-            id=f"{prefix}{i:07d}",
-            action=action,
-            payload={"n": i},
-            status="pending",
-            schedule_kind="once",
-            due=start + step * i,
-            created_at=start,
-            updated_at=start,
-        )
+        pending_once(f"{prefix}{i:07d}", start + step * i, start, action=action, payload={"n": i})
         for i in range(count)
     ]
     store.bulk_insert(records, start)

@@ -56,7 +56,11 @@ def run() -> dict[str, Any]:
                     stack.post({"action": "hook", "due": rfc3339(due), "id": f"late-{i}"})
             results: dict[str, Any] = {"tasks": len(dues), "idle_cpu_percent_of_a_core": idle}
             for precision, (_, receiver) in stacks.items():
-                receiver.wait_until(lambda r=receiver: len(r.deliveries) >= len(dues), timeout=420)
+
+                def all_delivered(r: Receiver = receiver) -> bool:
+                    return len(r.deliveries) >= len(dues)
+
+                receiver.wait_until(all_delivered, timeout=420)
                 lateness = sorted(d.lateness for d in receiver.deliveries)
                 keys = [d.key for d in receiver.deliveries]
                 results[precision] = {

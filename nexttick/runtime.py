@@ -10,7 +10,7 @@ import boto3
 from nexttick.aws import EventBridgeRule, LambdaWorkerTrigger, make_client, session_credentials
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings, get_settings
-from nexttick.rulesync import RuleSync
+from nexttick.rulesync import RuleSync, WorkerTrigger
 from nexttick.schedules import Timing
 from nexttick.store import TaskStore
 
@@ -28,7 +28,7 @@ class Runtime:
     settings: NextTickSettings
     store: TaskStore
     rule: EventBridgeRule
-    trigger: LambdaWorkerTrigger
+    trigger: WorkerTrigger
     rule_sync: RuleSync
     clock: Clock
 

@@ -10,9 +10,10 @@ import pytest
 import time_machine
 from moto import mock_aws
 
+from editor import Editor
 from local.resources import create_resources
 from nexttick.config import NextTickSettings
-from tests.support.aws import FAKE_AWS_ENV, RecordingTrigger
+from tests.support.aws import FAKE_AWS_ENV, RecordedRuntime
 
 TEST_ACTIONS = {"log": {"type": "log"}, "hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}
 
@@ -43,24 +44,17 @@ def resources(aws: None, settings: NextTickSettings) -> NextTickSettings:
 
 
 @pytest.fixture
-def frozen_now() -> Iterator[time_machine.Coordinates]:
+def frozen_now() -> Iterator[time_machine.Traveller]:
     """A controllable clock, starting mid-minute so minute-boundary logic is exercised."""
     with time_machine.travel(datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC), tick=False) as traveller:
         yield traveller
 
 
 @pytest.fixture
-def runtime(resources: NextTickSettings):  # type: ignore[no-untyped-def]
-    from nexttick.runtime import Runtime
-
-    rt = Runtime.build(resources)
-    rt.trigger = RecordingTrigger(rt.trigger)  # type: ignore[assignment]
-    rt.rule_sync.trigger = rt.trigger
-    return rt
+def runtime(resources: NextTickSettings) -> RecordedRuntime:
+    return RecordedRuntime.recording(resources)
 
 
 @pytest.fixture
-def editor(runtime):  # type: ignore[no-untyped-def]
-    from editor import Editor
-
+def editor(runtime: RecordedRuntime) -> Editor:
     return Editor(runtime=runtime)

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Iterator
 
 import pytest
 from moto import mock_aws
 
+from editor import Editor
 from tests.support.api import LambdaApi
 from tests.support.aws import FAKE_AWS_ENV
 
 
 @pytest.fixture
-def api(editor, monkeypatch: pytest.MonkeyPatch) -> LambdaApi:  # type: ignore[no-untyped-def]
+def api(editor: Editor, monkeypatch: pytest.MonkeyPatch) -> LambdaApi:
     """The API Lambda handler, its editor injected (moto-backed), called with REST proxy events."""
     from lambdas.api import handler as module
     from lambdas.api.app import build_app
@@ -57,6 +59,7 @@ def logs() -> Iterator[io.StringIO]:
 
     buffer = io.StringIO()
     handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
     previous = handler.setStream(buffer)
     yield buffer
     handler.setStream(previous)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from nexttick.config import NextTickSettings
 from nexttick.store.records import QueueEntry
 from tests.support.api import LambdaApi
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import Recorder, make_moto_atomic
 
 CALLS = Recorder()
@@ -38,7 +40,7 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def worker(runtime, monkeypatch):  # type: ignore[no-untyped-def]
+def worker(runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     """Runs one worker invocation (real time) with an optional step hook."""
     from nexttick.actions import build_registry
     from nexttick.worker import Worker

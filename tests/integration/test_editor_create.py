@@ -9,9 +9,11 @@ from zoneinfo import ZoneInfo
 
 import boto3
 import pytest
+import time_machine
 
 from editor import (
     ConflictError,
+    Editor,
     PayloadTooLargeError,
     TaskSpec,
     UnknownActionError,
@@ -20,6 +22,7 @@ from editor import (
 from nexttick.constants import EPOCH_EXPRESSION
 from nexttick.schedules import rule_expression
 from nexttick.store.keys import queue_sort_key
+from tests.support.aws import RecordedRuntime
 from tests.support.oplog import OperationLog, all_entries
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)  # frozen_now (a Monday)
@@ -51,7 +54,9 @@ AT_CASES: list[tuple[str | datetime, datetime]] = [
 ]
 
 
-def test_schedule_at_stores_the_instant_in_utc_and_queues_it(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_schedule_at_stores_the_instant_in_utc_and_queues_it(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     for due, expected in AT_CASES:
         # When
         task = editor.schedule_at("log", due, {"to": "ada@example.com"})
@@ -60,6 +65,7 @@ def test_schedule_at_stores_the_instant_in_utc_and_queues_it(editor, runtime, fr
         assert task.status == "pending" and task.schedule == "once"
         assert task.to_dict()["due"] == expected.isoformat().replace("+00:00", "Z")
         stored = runtime.store.get_task(task.id)
+        assert stored is not None and stored.queue_token is not None
         assert stored.due == expected and stored.due.utcoffset() == timedelta(0)
         # And exactly one queue entry, keyed by the UTC instant
         [entry] = entries_of(runtime.store, task.id)
@@ -70,7 +76,9 @@ def test_schedule_at_stores_the_instant_in_utc_and_queues_it(editor, runtime, fr
     assert rule_expression_now(runtime) == expected_rule(min(expected for _, expected in AT_CASES))
 
 
-def test_the_raw_item_carries_utc_timestamps(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_the_raw_item_carries_utc_timestamps(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_at("log", "2030-01-08T10:00:00+09:00")
     raw = boto3.client("dynamodb", region_name="us-east-1").get_item(
         TableName=runtime.settings.table_name, Key={"pk": {"S": f"T#{task.id}"}, "sk": {"S": "T"}}
@@ -82,7 +90,9 @@ def test_the_raw_item_carries_utc_timestamps(editor, runtime, frozen_now) -> Non
 # ---------------------------------------------------------------- schedule in / cron / every
 
 
-def test_schedule_in_is_relative_to_now(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_schedule_in_is_relative_to_now(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 3 * 86400, {"to": "ada"})
     assert task.due == NOW + timedelta(days=3)
     again = editor.schedule_in("log", timedelta(minutes=5))
@@ -90,23 +100,28 @@ def test_schedule_in_is_relative_to_now(editor, runtime, frozen_now) -> None:  #
     assert rule_expression_now(runtime) == expected_rule(NOW + timedelta(minutes=5))
 
 
-def test_schedule_cron_in_an_iana_zone(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_schedule_cron_in_an_iana_zone(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     # Fridays 09:00 Berlin (winter, +01:00) -> 08:00 UTC on Friday 11 January
     task = editor.schedule_cron("log", "0 9 * * 5", {"sku": 42}, timezone="Europe/Berlin")
     assert task.schedule == "cron"
     assert (task.cron, task.timezone) == ("0 9 * * 5", "Europe/Berlin")
     assert task.due == datetime(2030, 1, 11, 8, tzinfo=UTC)
-    assert runtime.store.get_task(task.id).timezone == "Europe/Berlin"
+    stored = runtime.store.get_task(task.id)
+    assert stored is not None and stored.timezone == "Europe/Berlin"
     assert rule_expression_now(runtime) == "cron(58 7 11 1 ? 2030)"
 
 
-def test_schedule_cron_defaults_to_utc(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_schedule_cron_defaults_to_utc(editor: Editor, frozen_now: time_machine.Traveller) -> None:
     task = editor.schedule_cron("log", "*/15 * * * *")
     assert task.due == datetime(2030, 1, 7, 9, 15, tzinfo=UTC)
     assert task.timezone == "UTC"
 
 
-def test_schedule_every_first_fires_one_interval_from_now(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_schedule_every_first_fires_one_interval_from_now(
+    editor: Editor, frozen_now: time_machine.Traveller
+) -> None:
     cases: list[tuple[Any, float]] = [
         ("90s", 90),
         ("1h30m", 5400),
@@ -123,7 +138,7 @@ def test_schedule_every_first_fires_one_interval_from_now(editor, frozen_now) ->
         assert task.due == NOW + timedelta(seconds=seconds)
 
 
-def test_every_with_an_end(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_every_with_an_end(editor: Editor, frozen_now: time_machine.Traveller) -> None:
     task = editor.schedule_every("log", "1h", end="2030-02-01T00:00:00+01:00")
     assert task.end == datetime(2030, 1, 31, 23, tzinfo=UTC)
 
@@ -131,7 +146,9 @@ def test_every_with_an_end(editor, frozen_now) -> None:  # type: ignore[no-untyp
 # ---------------------------------------------------------------- rule and direct invokes
 
 
-def test_a_later_task_leaves_the_rule_alone(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_later_task_leaves_the_rule_alone(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     editor.schedule_in("log", 3600)
     log = OperationLog.attach(runtime)
     editor.schedule_in("log", 7200)
@@ -139,7 +156,9 @@ def test_a_later_task_leaves_the_rule_alone(editor, runtime, frozen_now) -> None
     assert rule_expression_now(runtime) == expected_rule(NOW + timedelta(hours=1))
 
 
-def test_an_earlier_task_lowers_the_rule(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_an_earlier_task_lowers_the_rule(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     editor.schedule_in("log", 7200)
     editor.schedule_in("log", 600)
     assert rule_expression_now(runtime) == expected_rule(NOW + timedelta(minutes=10))
@@ -147,7 +166,9 @@ def test_an_earlier_task_lowers_the_rule(editor, runtime, frozen_now) -> None:  
     assert runtime.trigger.reasons == []
 
 
-def test_a_past_due_is_accepted_and_runs_at_once(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_past_due_is_accepted_and_runs_at_once(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     log = OperationLog.attach(runtime)
     for n, due in enumerate(["2030-01-07T09:00:00Z", "2029-06-01T00:00:00Z", "1970-01-01T00:00:00Z"], 1):
         # When
@@ -167,7 +188,9 @@ def test_a_past_due_is_accepted_and_runs_at_once(editor, runtime, frozen_now) ->
     assert rule_expression_now(runtime) == EPOCH_EXPRESSION
 
 
-def test_a_due_too_close_to_arm_invokes_the_worker(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_due_too_close_to_arm_invokes_the_worker(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     # The rule minute (due - 70 s) would be the current or a past minute, or start < 10 s from now
     delays = [0, 1, 30, 75, 99]
     for delay in delays:
@@ -176,7 +199,9 @@ def test_a_due_too_close_to_arm_invokes_the_worker(editor, runtime, frozen_now) 
     assert rule_expression_now(runtime) == EPOCH_EXPRESSION
 
 
-def test_a_due_far_enough_arms_the_rule_instead(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_due_far_enough_arms_the_rule_instead(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     for delay in [3600, 135, 100]:  # each one earlier than the last: each lowers the rule
         editor.schedule_in("log", delay)
         assert rule_expression_now(runtime) == expected_rule(NOW + timedelta(seconds=delay))
@@ -187,7 +212,9 @@ def test_a_due_far_enough_arms_the_rule_instead(editor, runtime, frozen_now) -> 
 # ---------------------------------------------------------------- idempotent creates
 
 
-def test_repeating_an_identical_create_returns_the_existing_task(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_repeating_an_identical_create_returns_the_existing_task(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     spec = TaskSpec(action="log", delay_seconds=600, payload={"order": 42}, id="order-42:reminder")
     first = editor.create(spec)
     assert first.created is True
@@ -204,8 +231,10 @@ def test_repeating_an_identical_create_returns_the_existing_task(editor, runtime
     assert len(all_entries(runtime.store)) == 1
 
 
-def test_a_different_body_under_the_same_id_is_a_conflict(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
-    body = {"action": "log", "delay_seconds": 600, "payload": {"order": 42}, "id": "order-42"}
+def test_a_different_body_under_the_same_id_is_a_conflict(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
+    body: dict[str, Any] = {"action": "log", "delay_seconds": 600, "payload": {"order": 42}, "id": "order-42"}
     original = editor.create(TaskSpec(**body)).task
     changes: list[dict[str, Any]] = [
         {"payload": {"order": 43}},
@@ -225,7 +254,7 @@ def test_a_different_body_under_the_same_id_is_a_conflict(editor, runtime, froze
 # ---------------------------------------------------------------- validation: every error names its field
 
 
-INVALID_CREATES: list[tuple[dict[str, Any], str, type[Exception]]] = [
+INVALID_CREATES: list[tuple[dict[str, Any], str, type[ValidationError]]] = [
     ({"due": "2030-01-08T10:00:00"}, "due", ValidationError),
     ({"due": datetime(2030, 1, 8, 10)}, "due", ValidationError),
     ({"due": "2200-01-01T00:00:00Z"}, "due", ValidationError),
@@ -268,13 +297,15 @@ INVALID_CREATES: list[tuple[dict[str, Any], str, type[Exception]]] = [
 ]
 
 
-def test_invalid_creates_name_the_field_and_write_nothing(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_creates_name_the_field_and_write_nothing(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     log = OperationLog.attach(runtime)
     for spec, field, error in INVALID_CREATES:
         with pytest.raises(error) as caught:
             editor.create(TaskSpec(**{"action": "log", **spec}))
-        assert caught.value.field == field, spec  # type: ignore[attr-defined]
-        assert caught.value.message.startswith(f"{field}:"), spec  # type: ignore[attr-defined]
+        assert caught.value.field == field, spec
+        assert caught.value.message.startswith(f"{field}:"), spec
     writes = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "PutRule", "Invoke"}
     assert [op for _, op, _ in log.calls if op in writes] == []
     assert all_entries(runtime.store) == []

@@ -10,9 +10,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import time_machine
 
 from editor import (
     ConflictError,
+    Editor,
     TaskChanges,
     TaskNotFoundError,
     ValidationError,
@@ -20,6 +22,7 @@ from editor import (
 )
 from local.meter import DynamoMeter
 from nexttick.schedules import rule_expression
+from tests.support.aws import RecordedRuntime
 from tests.support.oplog import OperationLog, all_entries
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)  # frozen_now
@@ -43,7 +46,9 @@ def snapshot(runtime: Any) -> tuple[Any, list[Any]]:
 # ---------------------------------------------------------------- get
 
 
-def test_get_returns_the_task_and_unknown_ids_are_not_found(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_get_returns_the_task_and_unknown_ids_are_not_found(
+    editor: Editor, frozen_now: time_machine.Traveller
+) -> None:
     created = editor.schedule_at("log", "2030-01-08T10:00:00+01:00", {"to": "ada"}, max_attempts=5)
     task = editor.get(created.id)
     assert task == created
@@ -57,7 +62,9 @@ def test_get_returns_the_task_and_unknown_ids_are_not_found(editor, frozen_now) 
     assert caught.value.field == "id"
 
 
-def test_get_reports_running_while_an_occurrence_holds_a_live_lease(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_get_reports_running_while_an_occurrence_holds_a_live_lease(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_at("log", "2030-01-07T09:00:00Z")  # already due
     [entry] = all_entries(runtime.store)
     assert runtime.store.claim(entry, NOW, NOW + timedelta(seconds=60), "worker-1") is not None
@@ -71,11 +78,13 @@ def test_get_reports_running_while_an_occurrence_holds_a_live_lease(editor, runt
 # ---------------------------------------------------------------- list
 
 
-def test_list_pages_through_all_pending_tasks_in_due_order_across_shards(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_list_pages_through_all_pending_tasks_in_due_order_across_shards(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     # Given at least 23 pending tasks at random times, added until every shard holds some (ids are
     # random, so the shard spread is too), and one cancelled
     rng = random.Random(23)
-    ids_by_due = {}
+    ids_by_due: dict[str, datetime] = {}
     while len(ids_by_due) < 23 or len({e.shard for e in all_entries(runtime.store)}) < runtime.store.shards:
         due = NOW + timedelta(seconds=rng.randrange(60, 30 * 86400))
         ids_by_due[editor.schedule_at("log", due, {"i": len(ids_by_due)}).id] = due
@@ -101,7 +110,9 @@ def test_list_pages_through_all_pending_tasks_in_due_order_across_shards(editor,
     assert pages in (full_pages, full_pages + 1)  # a last, empty page is allowed
 
 
-def test_list_reads_a_pages_tasks_in_one_consistent_batch(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_list_reads_a_pages_tasks_in_one_consistent_batch(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     # Given seven pending tasks
     for i in range(7):
         editor.schedule_in("log", 3600 + i)
@@ -119,7 +130,9 @@ def test_list_reads_a_pages_tasks_in_one_consistent_batch(editor, runtime, froze
     assert meter.calls["BatchGetItem"] == 1
 
 
-def test_list_skips_entries_of_changed_tasks(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_list_skips_entries_of_changed_tasks(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 3600)
     # A reschedule that dies between writing its new entry and replacing the task leaves an entry
     # no task points at
@@ -141,7 +154,7 @@ def test_list_skips_entries_of_changed_tasks(editor, runtime, frozen_now) -> Non
     assert editor.list().items[0].due == NOW + timedelta(hours=1)
 
 
-def test_list_rejects_a_bad_cursor_naming_the_field(editor) -> None:  # type: ignore[no-untyped-def]
+def test_list_rejects_a_bad_cursor_naming_the_field(editor: Editor) -> None:
     def b64(raw: bytes) -> str:
         return base64.urlsafe_b64encode(raw).decode()
 
@@ -159,8 +172,9 @@ def test_list_rejects_a_bad_cursor_naming_the_field(editor) -> None:  # type: ig
         assert caught.value.field == "cursor", cursor
 
 
-def test_list_rejects_bad_limits_and_statuses(editor) -> None:  # type: ignore[no-untyped-def]
-    for limit in (0, 501, "5", 2.0):
+def test_list_rejects_bad_limits_and_statuses(editor: Editor) -> None:
+    limits: list[Any] = [0, 501, "5", 2.0]
+    for limit in limits:
         with pytest.raises(ValidationError) as caught:
             editor.list(limit=limit)
         assert caught.value.field == "limit"
@@ -173,7 +187,9 @@ def test_list_rejects_bad_limits_and_statuses(editor) -> None:  # type: ignore[n
 # ---------------------------------------------------------------- reschedule
 
 
-def test_rescheduling_earlier_lowers_the_rule(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_rescheduling_earlier_lowers_the_rule(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 7200)
     assert armed(runtime) == expected_rule(NOW + timedelta(hours=2))
     # When
@@ -187,7 +203,9 @@ def test_rescheduling_earlier_lowers_the_rule(editor, runtime, frozen_now) -> No
     assert runtime.trigger.reasons == []
 
 
-def test_rescheduling_later_does_not_call_putrule(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_rescheduling_later_does_not_call_putrule(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 600)
     rule_before = armed(runtime)
     state_before = runtime.store.read_rule_state()
@@ -203,14 +221,18 @@ def test_rescheduling_later_does_not_call_putrule(editor, runtime, frozen_now) -
     assert entry.run_at == moved.due == NOW + timedelta(days=1)
 
 
-def test_rescheduling_into_the_past_invokes_the_worker(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_rescheduling_into_the_past_invokes_the_worker(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 7200)
     editor.reschedule(task.id, due=NOW - timedelta(minutes=1))
     assert runtime.trigger.reasons == ["due too soon to arm"]
     assert runtime.store.head() == NOW - timedelta(minutes=1)
 
 
-def test_reschedule_can_switch_between_schedule_kinds(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_reschedule_can_switch_between_schedule_kinds(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 7200)
     as_cron = editor.reschedule(task.id, cron="0 9 * * 5", timezone="America/New_York")
     assert (as_cron.schedule, as_cron.cron, as_cron.timezone) == ("cron", "0 9 * * 5", "America/New_York")
@@ -225,7 +247,9 @@ def test_reschedule_can_switch_between_schedule_kinds(editor, runtime, frozen_no
     assert len(all_entries(runtime.store)) == 1
 
 
-def test_a_zone_only_applies_to_cron(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_zone_only_applies_to_cron(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 7200)
     before = snapshot(runtime)[1]
     for call in (
@@ -239,7 +263,9 @@ def test_a_zone_only_applies_to_cron(editor, runtime, frozen_now) -> None:  # ty
     assert snapshot(runtime)[1] == before
 
 
-def test_a_new_recurrence_must_start_before_the_end_it_keeps(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_recurrence_must_start_before_the_end_it_keeps(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_every("log", "1h", end="2030-01-07T12:00:00Z")
     before = snapshot(runtime)[1]
     with pytest.raises(ValidationError) as caught:
@@ -254,7 +280,9 @@ def test_a_new_recurrence_must_start_before_the_end_it_keeps(editor, runtime, fr
 # ---------------------------------------------------------------- update
 
 
-def test_update_payload_and_policy_with_expected_version(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_update_payload_and_policy_with_expected_version(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_every("log", "1h", {"to": "ada"})
     frozen_now.shift(10)
     # When
@@ -293,7 +321,9 @@ def test_update_payload_and_policy_with_expected_version(editor, runtime, frozen
     )
 
 
-def test_reschedule_honours_expected_version(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_reschedule_honours_expected_version(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 7200)
     editor.update(task.id, payload={"v": 2})
     before = snapshot(runtime)[1]
@@ -303,7 +333,9 @@ def test_reschedule_honours_expected_version(editor, runtime, frozen_now) -> Non
     assert editor.reschedule(task.id, delay_seconds=600, expected_version=2).version == 3
 
 
-def test_invalid_changes_leave_the_task_and_the_queue_untouched(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_changes_leave_the_task_and_the_queue_untouched(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     # Given a pending task with its queue entry and the rule armed for it
     task = editor.schedule_every("log", "1h", {"to": "ada"})
     entries_before = snapshot(runtime)[1]
@@ -348,7 +380,9 @@ def test_invalid_changes_leave_the_task_and_the_queue_untouched(editor, runtime,
 # ---------------------------------------------------------------- cancel
 
 
-def test_cancel_keeps_the_task_readable_and_removes_it_from_the_queue(editor, runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_keeps_the_task_readable_and_removes_it_from_the_queue(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_cron("log", "0 9 * * 5", timezone="Europe/Berlin")
     frozen_now.shift(5)
     # When
@@ -361,12 +395,13 @@ def test_cancel_keeps_the_task_readable_and_removes_it_from_the_queue(editor, ru
     assert all_entries(runtime.store) == []
     assert editor.list().items == []
     # And it expires after the retention period (DynamoDB TTL)
-    assert runtime.store.get_task(task.id).expires_at == NOW + timedelta(seconds=5, days=7)
+    cancelled_record = runtime.store.get_task(task.id)
+    assert cancelled_record is not None and cancelled_record.expires_at == NOW + timedelta(seconds=5, days=7)
 
 
 def test_a_cancelled_task_cannot_change_cancels_again_and_unknown_is_not_found(
-    editor, runtime, frozen_now
-) -> None:  # type: ignore[no-untyped-def]
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     task = editor.schedule_in("log", 600)
     cancelled = editor.cancel(task.id)
     for call in (
@@ -385,7 +420,7 @@ def test_a_cancelled_task_cannot_change_cancels_again_and_unknown_is_not_found(
     assert missing.value.field == "id"
 
 
-def test_cancel_honours_expected_version(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_honours_expected_version(editor: Editor, frozen_now: time_machine.Traveller) -> None:
     task = editor.schedule_in("log", 600)
     with pytest.raises(VersionMismatchError):
         editor.cancel(task.id, expected_version=2)
@@ -393,10 +428,10 @@ def test_cancel_honours_expected_version(editor, frozen_now) -> None:  # type: i
     assert editor.cancel(task.id, expected_version=1).status == "cancelled"
 
 
-def test_a_cancelled_client_id_is_not_reused(editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_cancelled_client_id_is_not_reused(editor: Editor, frozen_now: time_machine.Traveller) -> None:
     from editor import TaskSpec
 
-    spec = {"action": "log", "delay_seconds": 600, "id": "invoice-7"}
+    spec: dict[str, Any] = {"action": "log", "delay_seconds": 600, "id": "invoice-7"}
     editor.create(TaskSpec(**spec))
     editor.cancel("invoice-7")
     again = editor.create(TaskSpec(**spec))  # identical repeat: the (cancelled) task comes back

@@ -26,7 +26,7 @@ from nexttick.aws import parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK
 from nexttick.runtime import Runtime
-from tests.support.aws import RecordingTrigger
+from tests.support.aws import RecordedRuntime
 
 # moto serves DescribeStream only on the regional streams host (recent botocore picks another).
 STREAMS_ENDPOINT = "https://streams.dynamodb.us-east-1.amazonaws.com"
@@ -84,11 +84,9 @@ def stream(resources: NextTickSettings) -> Stream:
 
 
 @pytest.fixture
-def keeper(resources: NextTickSettings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+def keeper(resources: NextTickSettings, monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordedRuntime]:
     """The keeper Lambda's own container: its runtime, whose worker invokes are recorded."""
-    runtime = Runtime.build(resources)
-    runtime.trigger = RecordingTrigger(runtime.trigger)  # type: ignore[assignment]
-    runtime.rule_sync.trigger = runtime.trigger
+    runtime = RecordedRuntime.recording(resources)
     monkeypatch.setattr(keeper_handler, "_keeper", None)
     keeper_handler.use(runtime)
     yield runtime
@@ -101,7 +99,7 @@ def run_keeper(stream: Stream) -> dict[str, Any]:
     return result
 
 
-def dying_after(runtime: Runtime, calls: int) -> Callable[[], list[str]]:
+def dying_after(runtime: RecordedRuntime, calls: int) -> Callable[[], list[str]]:
     """Make the runtime's process die right after its `calls`-th AWS call (any service); returns
     the operations made so far."""
     made: list[str] = []
@@ -116,7 +114,7 @@ def dying_after(runtime: Runtime, calls: int) -> Callable[[], list[str]]:
         for c in (
             runtime.store.models.task._get_connection().connection.client,
             runtime.rule.client,
-            runtime.trigger.inner.client,  # type: ignore[attr-defined]
+            runtime.trigger.inner.client,
         )
     }
     for client in clients.values():
@@ -138,7 +136,12 @@ def rule_minute(runtime: Runtime) -> datetime | str | None:
 
 @pytest.mark.parametrize("due_in", [ARMABLE_IN, CLOSE_IN], ids=["due-in-100s", "due-in-20s"])
 def test_a_task_committed_by_a_client_that_died_at_any_call_is_covered_by_the_keeper(
-    editor: Editor, runtime: Runtime, keeper: Runtime, stream: Stream, frozen_now: Any, due_in: timedelta
+    editor: Editor,
+    runtime: RecordedRuntime,
+    keeper: RecordedRuntime,
+    stream: Stream,
+    frozen_now: Any,
+    due_in: timedelta,
 ) -> None:
     now = runtime.clock.now()
     due = now + due_in
@@ -149,7 +152,7 @@ def test_a_task_committed_by_a_client_that_died_at_any_call_is_covered_by_the_ke
     for n in range(1, 20):
         # Given a fresh world and a client whose process dies right after its n-th AWS call
         reset_rule(runtime)
-        keeper.trigger.reasons.clear()  # type: ignore[attr-defined]
+        keeper.trigger.reasons.clear()
         stream.mark()
         made = dying_after(runtime, n)
         task_id = f"crash-{due_in.seconds}-{n}"
@@ -167,7 +170,7 @@ def test_a_task_committed_by_a_client_that_died_at_any_call_is_covered_by_the_ke
         where = f"died after call {n} ({ops[-1]}) of {ops}; keeper: {report}"
         if not committed:
             # Then nothing was accepted and nothing is armed or invoked
-            assert rule_minute(runtime) is None and keeper.trigger.reasons == [], where  # type: ignore[attr-defined]
+            assert rule_minute(runtime) is None and keeper.trigger.reasons == [], where
         elif armable:
             # Then the rule fires at or before the task's minute, and agrees with its record
             armed = rule_minute(runtime)
@@ -175,7 +178,7 @@ def test_a_task_committed_by_a_client_that_died_at_any_call_is_covered_by_the_ke
             assert runtime.store.read_rule_state().armed_minute == armed, where
         else:
             # Then the worker was invoked
-            assert keeper.trigger.reasons, where  # type: ignore[attr-defined]
+            assert keeper.trigger.reasons, where
     else:
         pytest.fail("the create never completed")
     # The crash points covered every call of a create (the last run completed without one)
@@ -183,7 +186,7 @@ def test_a_task_committed_by_a_client_that_died_at_any_call_is_covered_by_the_ke
 
 
 def test_duplicate_and_out_of_order_records_are_harmless_and_cost_reads_only(
-    editor: Editor, runtime: Runtime, keeper: Runtime, stream: Stream, frozen_now: Any
+    editor: Editor, runtime: RecordedRuntime, keeper: RecordedRuntime, stream: Stream, frozen_now: Any
 ) -> None:
     # Given a client that died right after its task write, and the keeper that covered the task
     now = runtime.clock.now()
@@ -206,11 +209,11 @@ def test_duplicate_and_out_of_order_records_are_harmless_and_cost_reads_only(
     # Then nothing moved and the keeper only read (the rule record, and the rule once per record move)
     assert rule_minute(runtime) == armed and runtime.store.read_rule_state() == state
     assert set(calls) <= {"GetItem", "DescribeRule"}, calls
-    assert keeper.trigger.reasons == []  # type: ignore[attr-defined]
+    assert keeper.trigger.reasons == []
 
 
 def test_a_record_cas_whose_minute_has_begun_is_handed_to_the_worker_not_published(
-    editor: Editor, runtime: Runtime, keeper: Runtime, stream: Stream, frozen_now: Any
+    editor: Editor, runtime: RecordedRuntime, keeper: RecordedRuntime, stream: Stream, frozen_now: Any
 ) -> None:
     # Given a client that died right after its CAS (the record says 09:01, the rule is at the epoch)
     now = runtime.clock.now()
@@ -226,11 +229,11 @@ def test_a_record_cas_whose_minute_has_begun_is_handed_to_the_worker_not_publish
     # Then it does not publish a minute that may never fire: the worker is invoked instead
     assert "invoked" in report["outcomes"], report
     assert rule_minute(runtime) is None
-    assert keeper.trigger.reasons  # type: ignore[attr-defined]
+    assert keeper.trigger.reasons
 
 
 def test_changes_that_schedule_nothing_new_are_ignored_without_a_call(
-    editor: Editor, runtime: Runtime, keeper: Runtime, stream: Stream, frozen_now: Any
+    editor: Editor, runtime: RecordedRuntime, keeper: RecordedRuntime, stream: Stream, frozen_now: Any
 ) -> None:
     # Given tasks created normally (their rule is armed)
     now = runtime.clock.now()
@@ -252,7 +255,7 @@ def test_changes_that_schedule_nothing_new_are_ignored_without_a_call(
 
 
 def test_a_reschedule_whose_client_died_is_covered(
-    editor: Editor, runtime: Runtime, keeper: Runtime, stream: Stream, frozen_now: Any
+    editor: Editor, runtime: RecordedRuntime, keeper: RecordedRuntime, stream: Stream, frozen_now: Any
 ) -> None:
     # Given a task far ahead, armed normally
     now = runtime.clock.now()

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import pytest
@@ -43,7 +43,7 @@ class World:
     delivered: list[dict[str, Any]]  # every record the keeper function received
     keeper: LocalKeeper | None = None
 
-    def client(self, service: str) -> Any:
+    def client(self, service: Literal["events", "dynamodbstreams"]) -> Any:
         return boto3.client(service, region_name=self.settings.region, endpoint_url=self.moto.url)
 
     def rule_minute(self) -> datetime | str | None:

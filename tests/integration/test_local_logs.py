@@ -14,12 +14,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
 
 from lambdas.worker import handler as worker_handler
 from local.logs import human_format
 from nexttick.config import NextTickSettings
 from nexttick.observability import logger
 from tests.support.api import LambdaApi
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, FakeContext, WorkerEnv, make_env, make_moto_atomic
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
@@ -44,23 +46,15 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> Iterator[WorkerEnv]:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[WorkerEnv]:
     make_moto_atomic(monkeypatch)
     env = make_env(runtime, frozen_now)
     monkeypatch.setattr(worker_handler, "_deps", (env.runtime, env.registry))
     HOLDING.clear()
     API_ANSWERED.clear()
     yield env
-
-
-@pytest.fixture
-def logs() -> Iterator[io.StringIO]:
-    """What the Powertools logger writes (its handler keeps the stream it was created with)."""
-    buffer = io.StringIO()
-    handler = logger.registered_handler
-    previous = handler.setStream(buffer)
-    yield buffer
-    handler.setStream(previous)
 
 
 @pytest.fixture

@@ -112,6 +112,7 @@ def test_a_restart_drops_the_stopped_processs_waiter_claim(
     # stack was stopped while a worker waited for the exact instant)
     server, editor = stack
     task = editor.schedule_in("log", 30)
+    assert task.due is not None
     store = editor.runtime.store
     now = datetime.now(UTC)
     assert store.claim_waiter(task.due, "dead-invocation", now + timedelta(minutes=5), now)

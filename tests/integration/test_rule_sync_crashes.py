@@ -8,11 +8,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+import time_machine
 
 from editor import Editor
 from nexttick.config import NextTickSettings
 from nexttick.rulesync import Outcome, RuleSync
 from nexttick.runtime import Runtime
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
 S = timedelta(seconds=1)
@@ -57,7 +59,9 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> WorkerEnv:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> WorkerEnv:
     make_moto_atomic(monkeypatch)
     return make_env(runtime, frozen_now)
 

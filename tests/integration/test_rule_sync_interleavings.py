@@ -43,7 +43,7 @@ def stepped_runtime(base: Runtime, step: Any, sync_cls: type[RuleSync]) -> Runti
     store = Stepped(base.store, step, exclude=PURE)
     rule = Stepped(base.rule, step)
     trigger = Stepped(base.trigger, step)
-    sync = sync_cls(store, rule, trigger, base.rule_sync.timing, SYSTEM_CLOCK)  # type: ignore[arg-type]
+    sync = sync_cls(store, rule, trigger, base.rule_sync.timing, SYSTEM_CLOCK)
     return Runtime(base.settings, store, rule, trigger, sync, SYSTEM_CLOCK)  # type: ignore[arg-type]
 
 
@@ -65,7 +65,7 @@ def one_schedule(base: Runtime, seed: int, sync_cls: type[RuleSync]) -> tuple[st
             wakes.append(reason)
             real_trigger.wake(reason)
 
-    world = Runtime(base.settings, base.store, base.rule, CountingTrigger(), base.rule_sync, SYSTEM_CLOCK)  # type: ignore[arg-type]
+    world = Runtime(base.settings, base.store, base.rule, CountingTrigger(), base.rule_sync, SYSTEM_CLOCK)
     world.rule_sync = sync_cls(base.store, base.rule, world.trigger, base.rule_sync.timing, SYSTEM_CLOCK)
     # Given a worker woken for the current minute, and maybe later tasks already queued
     current = NOW.replace(second=0)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import pytest
+import time_machine
 
 from editor import Editor
 from nexttick.actions import build_registry
@@ -16,6 +17,7 @@ from nexttick.config import NextTickSettings
 from nexttick.rulesync import Outcome, RuleSync
 from nexttick.runtime import Runtime
 from nexttick.worker import Worker
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
 S = timedelta(seconds=1)
@@ -28,7 +30,9 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> WorkerEnv:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> WorkerEnv:
     make_moto_atomic(monkeypatch)
     return make_env(runtime, frozen_now)
 
@@ -61,7 +65,9 @@ def on_clock(env: WorkerEnv, clock: Clock) -> Runtime:
     return Runtime(rt.settings, rt.store, rt.rule, rt.trigger, sync, clock)
 
 
-def test_claim_waiter_admits_one_sleeper_per_time(runtime: Runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_claim_waiter_admits_one_sleeper_per_time(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     now = runtime.clock.now()
     store = runtime.store
     head = now + 40 * S
@@ -86,7 +92,9 @@ def test_claim_waiter_admits_one_sleeper_per_time(runtime: Runtime, frozen_now) 
     assert store.read_rule_state().waiter_owner is None
 
 
-def test_a_claim_needs_the_record_unmoved_and_published(runtime: Runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_claim_needs_the_record_unmoved_and_published(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     now = runtime.clock.now()
     store = runtime.store
     # Given a record armed at version 1 whose PutRule was not confirmed yet
@@ -114,8 +122,13 @@ def test_a_claim_needs_the_record_unmoved_and_published(runtime: Runtime, frozen
     ],
 )
 def test_a_due_soon_task_is_handed_to_a_worker_unless_a_waiter_covers_it(
-    runtime: Runtime, frozen_now, waiter_in, alive_for, released, expected
-) -> None:  # type: ignore[no-untyped-def]
+    runtime: RecordedRuntime,
+    frozen_now: time_machine.Traveller,
+    waiter_in: float | None,
+    alive_for: float,
+    released: bool,
+    expected: Outcome,
+) -> None:
     now = runtime.clock.now()
     if waiter_in is not None:
         wake = now + waiter_in * S
@@ -130,8 +143,8 @@ def test_a_due_soon_task_is_handed_to_a_worker_unless_a_waiter_covers_it(
 
 
 def test_a_worker_stops_instead_of_sleeping_when_another_waits_for_an_earlier_time(
-    editor, runtime: Runtime, frozen_now
-) -> None:  # type: ignore[no-untyped-def]
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     # Given an invocation already asleep until a due-soon task
     now = runtime.clock.now()
     editor.schedule_in("log", 45, {})
@@ -145,7 +158,9 @@ def test_a_worker_stops_instead_of_sleeping_when_another_waits_for_an_earlier_ti
     assert runtime.store.read_rule_state().waiter_owner == "sleeper"
 
 
-def test_the_waiter_record_never_moves_the_rule(runtime: Runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_the_waiter_record_never_moves_the_rule(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     # Given an armed rule record
     now = runtime.clock.now()
     minute = (now + timedelta(hours=1)).replace(second=0, microsecond=0)

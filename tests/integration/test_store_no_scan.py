@@ -13,26 +13,17 @@ import time
 from datetime import datetime, timedelta
 
 import pytest
+import time_machine
 
+from bench.harness import pending_once
+from editor import Editor
 from local.meter import DynamoMeter
-from nexttick.store import QueueEntry, TaskRecord, TaskStore
+from nexttick.store import QueueEntry, TaskStore
 from nexttick.store.queue import HEAD_PAGE_SIZE
+from tests.support.aws import RecordedRuntime
 from tests.support.oplog import OperationLog
 
 BACKLOG = 10_000
-
-
-def _pending(task_id: str, due: datetime, now: datetime) -> TaskRecord:
-    return TaskRecord(
-        id=task_id,
-        action="log",
-        payload={"n": task_id},
-        status="pending",
-        schedule_kind="once",
-        due=due,
-        created_at=now,
-        updated_at=now,
-    )
 
 
 def _due_page(store: TaskStore, now: datetime) -> list[QueueEntry]:
@@ -40,8 +31,8 @@ def _due_page(store: TaskStore, now: datetime) -> list[QueueEntry]:
 
 
 @pytest.mark.slow
-def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # type: ignore[no-untyped-def]
-    runtime, editor, frozen_now
+def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(
+    runtime: RecordedRuntime, editor: Editor, frozen_now: time_machine.Traveller
 ) -> None:
     """One backlog, loaded once (moto's Query cost grows with the table, ours must not)."""
     store: TaskStore = runtime.store
@@ -52,7 +43,13 @@ def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # typ
     rng = random.Random(10_000)
     started = time.perf_counter()
     dues = [now + timedelta(hours=1, seconds=rng.uniform(0, 30 * 86400)) for _ in range(BACKLOG)]
-    store.bulk_insert([_pending(f"future-{i:05d}", due, now) for i, due in enumerate(dues)], now)
+    store.bulk_insert(
+        [
+            pending_once(f"future-{i:05d}", due, now, payload={"n": f"future-{i:05d}"})
+            for i, due in enumerate(dues)
+        ],
+        now,
+    )
     print(f"\nloaded {BACKLOG} pending tasks in {time.perf_counter() - started:.1f}s")
     log = OperationLog.attach(runtime)
     meter = DynamoMeter(store)
@@ -120,7 +117,9 @@ def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(  # typ
     assert not [op for op in log.calls if op[1] == "Scan"]
 
 
-def test_a_create_behind_the_armed_minute_writes_only_its_own_two_items(runtime, editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_create_behind_the_armed_minute_writes_only_its_own_two_items(
+    runtime: RecordedRuntime, editor: Editor, frozen_now: time_machine.Traveller
+) -> None:
     # Given the rule is already armed for a task due in an hour
     editor.schedule_in("log", 3600)
     armed = runtime.store.read_rule_state()
@@ -140,7 +139,9 @@ def test_a_create_behind_the_armed_minute_writes_only_its_own_two_items(runtime,
     assert runtime.store.read_rule_state() == armed
 
 
-def test_creates_spread_over_shards_and_share_no_written_key(runtime, editor, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_creates_spread_over_shards_and_share_no_written_key(
+    runtime: RecordedRuntime, editor: Editor, frozen_now: time_machine.Traveller
+) -> None:
     # Given the rule is armed early
     editor.schedule_in("log", 3600)
     log = OperationLog.attach(runtime)

@@ -7,31 +7,22 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import time_machine
+
+from bench.harness import pending_once
 from local.meter import DynamoMeter
-from nexttick.store import TaskRecord, TaskStore
+from nexttick.store import QueueEntry, TaskStore
 from nexttick.store.keys import queue_sort_key, shard_of, split_queue_sort_key
 from nexttick.store.records import EntryRef, Occurrence
+from tests.support.aws import RecordedRuntime
 from tests.support.oplog import all_entries
 
 NOW = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
 
 
-def _task(task_id: str, due: datetime) -> TaskRecord:
-    return TaskRecord(
-        id=task_id,
-        action="log",
-        payload={},
-        status="pending",
-        schedule_kind="once",
-        due=due,
-        created_at=NOW,
-        updated_at=NOW,
-    )
-
-
-def _entry(store: TaskStore, task_id: str, run_at: datetime):  # type: ignore[no-untyped-def]
+def _entry(store: TaskStore, task_id: str, run_at: datetime) -> QueueEntry:
     """A pending task due at `run_at`, and its queue entry."""
-    store.create_task(_task(task_id, run_at))
+    store.create_task(pending_once(task_id, run_at, NOW))
     [entry] = [e for e in all_entries(store) if e.task_id == task_id]
     return entry
 
@@ -42,7 +33,9 @@ def _same_shard_ids(store: TaskStore, n: int) -> list[str]:
     return shard0[:n]
 
 
-def test_shard_entries_are_in_run_time_order_and_bounded_by_up_to(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_shard_entries_are_in_run_time_order_and_bounded_by_up_to(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     store = runtime.store
     ids = _same_shard_ids(store, 4)
     times = [NOW + timedelta(seconds=s) for s in (30, -10, 0, 0.000001)]
@@ -65,7 +58,9 @@ def test_shard_entries_are_in_run_time_order_and_bounded_by_up_to(runtime, froze
     assert "Scan" not in meter.calls
 
 
-def test_discard_entry_only_with_its_own_token(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_discard_entry_only_with_its_own_token(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     store = runtime.store
     entry = _entry(store, "a", NOW)
     assert store.discard_entry(EntryRef(entry.shard, entry.key, "someone-else")) is False
@@ -75,12 +70,15 @@ def test_discard_entry_only_with_its_own_token(runtime, frozen_now) -> None:  # 
     assert store.discard_entry(entry.ref) is False
 
 
-def test_an_entry_key_is_unique_even_for_the_same_instant_and_task(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_an_entry_key_is_unique_even_for_the_same_instant_and_task(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     store = runtime.store
     # Given a task rescheduled to the very due time it already has
-    task = _task("same", NOW + timedelta(hours=1))
+    task = pending_once("same", NOW + timedelta(hours=1), NOW)
     store.create_task(task)
     [first] = all_entries(store)
+    assert task.due is not None
     moved = replace(task, version=2)
     assert store.swap_occurrence(task, moved, Occurrence(task.due, task.due), leaving=first.ref)
     # Then the new entry has a key of its own (instant, id, token): the old one was never overwritten
@@ -90,7 +88,9 @@ def test_an_entry_key_is_unique_even_for_the_same_instant_and_task(runtime, froz
     assert split_queue_sort_key(second.key) == (task.due, "same")
 
 
-def test_a_lease_is_exclusive_until_it_expires_and_hides_the_entry_from_the_head(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_a_lease_is_exclusive_until_it_expires_and_hides_the_entry_from_the_head(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     store = runtime.store
     a, b = _same_shard_ids(store, 2)
     first = _entry(store, a, NOW - timedelta(seconds=5))
@@ -111,18 +111,11 @@ def test_a_lease_is_exclusive_until_it_expires_and_hides_the_entry_from_the_head
     assert store.claim(first, later, later + timedelta(seconds=60), "w2") is not None
 
 
-def test_replace_task_is_a_compare_and_set_on_the_version(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_replace_task_is_a_compare_and_set_on_the_version(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     store = runtime.store
-    record = TaskRecord(
-        id="cas",
-        action="log",
-        payload={},
-        status="pending",
-        schedule_kind="once",
-        due=NOW,
-        created_at=NOW,
-        updated_at=NOW,
-    )
+    record = pending_once("cas", NOW, NOW)
     store.create_task(record)
     record.version = 2
     record.payload = {"v": 2}
@@ -131,10 +124,13 @@ def test_replace_task_is_a_compare_and_set_on_the_version(runtime, frozen_now) -
     record.payload = {"v": 3}
     assert store.replace_task(record, expected_version=1) is False  # a stale writer loses
     stored = store.get_task("cas")
+    assert stored is not None
     assert (stored.version, stored.payload) == (2, {"v": 2})
 
 
-def test_merged_entries_read_all_first_pages_at_once_and_merge_in_run_time_order(runtime, frozen_now) -> None:  # type: ignore[no-untyped-def]
+def test_merged_entries_read_all_first_pages_at_once_and_merge_in_run_time_order(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
     store = runtime.store
     # Given entries in every shard (some due, some not)
     times = {f"m{i}": NOW + timedelta(seconds=(i * 37) % 90 - 45) for i in range(8 * store.shards)}

@@ -14,11 +14,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from botocore.exceptions import ClientError
 
 from editor import ConflictError, TaskSpec
 from nexttick.config import NextTickSettings
 from tests.support.api import LambdaApi
+from tests.support.aws import RecordedRuntime
 from tests.support.interleave import Interleaver, Step
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
@@ -31,7 +33,9 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> WorkerEnv:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> WorkerEnv:
     make_moto_atomic(monkeypatch)
     return make_env(runtime, frozen_now)
 

@@ -117,8 +117,9 @@ class _Hook(BaseHTTPRequestHandler):
         type(self).received.append((self.path, dict(self.headers), body))
         time.sleep(type(self).delay)
         self.send_response(type(self).status)
-        if type(self).location:
-            self.send_header("Location", type(self).location)
+        location = type(self).location
+        if location:
+            self.send_header("Location", location)
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"ok")

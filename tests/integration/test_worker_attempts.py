@@ -8,10 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from botocore.exceptions import ClientError
 
 from nexttick.config import NextTickSettings
 from nexttick.store.records import QueueEntry
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
 LEASE = timedelta(seconds=60)
@@ -23,7 +25,9 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> WorkerEnv:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> WorkerEnv:
     make_moto_atomic(monkeypatch)
     return make_env(runtime, frozen_now)
 

@@ -22,11 +22,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench.harness import pending_once
 from nexttick.actions import build_registry
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION
 from nexttick.runtime import Runtime
-from nexttick.store.records import TaskRecord
 from nexttick.worker import Worker
 from tests.support.worker import ACTIONS, GAUGE, IO_CALLS, MotoServer, make_moto_atomic
 
@@ -65,7 +65,7 @@ def _served(settings: NextTickSettings, page_size: int) -> Iterator[Runtime]:
             update={"endpoint_url": server.url, "queue_shards": 4, "page_size": page_size}
         )
         rt = Runtime.build(served)
-        rt.trigger = rt.rule_sync.trigger = _NoLambda()  # type: ignore[assignment]
+        rt.trigger = rt.rule_sync.trigger = _NoLambda()
         rt.store.create_table()
         rt.rule.client.put_rule(Name=served.rule_name, ScheduleExpression=EPOCH_EXPRESSION, State="ENABLED")
         yield rt
@@ -94,16 +94,7 @@ def run_burst(runtime: Runtime, n: int, action: str, *, trace: bool = False) -> 
     """Seed `n` tasks due now, run one worker until the rule rests; wall time and traced peak."""
     now = datetime.now(UTC)
     records = [
-        TaskRecord(
-            id=uuid.uuid4().hex,
-            action=action,
-            payload={"i": i},
-            status="pending",
-            schedule_kind="once",
-            due=now - timedelta(seconds=1),
-            created_at=now,
-            updated_at=now,
-        )
+        pending_once(uuid.uuid4().hex, now - timedelta(seconds=1), now, action=action, payload={"i": i})
         for i in range(n)
     ]
     runtime.store.bulk_insert(records, now)

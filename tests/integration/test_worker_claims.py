@@ -9,10 +9,12 @@ import time
 from datetime import timedelta
 
 import pytest
+import time_machine
 
 from nexttick.config import NextTickSettings
 from nexttick.store.records import QueueEntry
 from nexttick.worker import RunReport
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
 
@@ -22,7 +24,9 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> WorkerEnv:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> WorkerEnv:
     make_moto_atomic(monkeypatch)
     return make_env(runtime, frozen_now)
 

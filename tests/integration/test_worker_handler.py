@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+import time_machine
 
 from lambdas.worker import handler as worker_handler
 from nexttick.actions import ActionConfigError
 from nexttick.config import NextTickSettings, get_settings
 from nexttick.observability import metrics as powertools_metrics
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv, make_env, make_moto_atomic
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
@@ -25,7 +27,9 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> Iterator[WorkerEnv]:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[WorkerEnv]:
     make_moto_atomic(monkeypatch)
     env = make_env(runtime, frozen_now)
     monkeypatch.setattr(worker_handler, "_deps", (env.runtime, env.registry))

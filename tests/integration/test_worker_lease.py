@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from editor import Editor
 from nexttick.config import NextTickSettings
 from nexttick.store.keys import shard_of
 from nexttick.timeutil import from_epoch
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import Recorder, make_moto_atomic
 
 LEASE_SECONDS = 5
@@ -33,7 +35,9 @@ def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=actions, pool_size=4, lease_seconds=LEASE_SECONDS)
 
 
-def test_an_action_slower_than_the_lease_is_delivered_exactly_once(runtime, editor, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_action_slower_than_the_lease_is_delivered_exactly_once(
+    runtime: RecordedRuntime, editor: Editor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from nexttick.actions import build_registry
     from nexttick.worker import Worker
 
@@ -66,4 +70,4 @@ def test_an_action_slower_than_the_lease_is_delivered_exactly_once(runtime, edit
     assert not first.is_alive()
     assert len(SLOW.calls[task.id]) == 1
     record = store.get_task(task.id)
-    assert record.status == "succeeded" and record.runs == 1
+    assert record is not None and record.status == "succeeded" and record.runs == 1

@@ -15,6 +15,7 @@ import time_machine
 from lambdas.worker import handler as worker_handler
 from nexttick.config import NextTickSettings, Precision
 from nexttick.timeutil import floor_minute
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv, make_env, make_moto_atomic
 
 START = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
@@ -27,14 +28,16 @@ def settings(request: pytest.FixtureRequest) -> NextTickSettings:
 
 
 @pytest.fixture
-def ticking() -> Iterator[time_machine.Coordinates]:
+def ticking() -> Iterator[time_machine.Traveller]:
     """Time flows at real speed from START (so lateness includes the real processing time)."""
     with time_machine.travel(START, tick=True) as traveller:
         yield traveller
 
 
 @pytest.fixture
-def env(ticking, runtime, monkeypatch) -> Iterator[WorkerEnv]:  # type: ignore[no-untyped-def]
+def env(
+    ticking: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[WorkerEnv]:
     make_moto_atomic(monkeypatch)
     env = make_env(runtime, ticking)
     worker_handler.use(env.runtime, env.registry)

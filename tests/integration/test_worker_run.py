@@ -6,9 +6,11 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 
 from nexttick.config import NextTickSettings
 from nexttick.schedules import Timing
+from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
 
@@ -18,7 +20,9 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(frozen_now, runtime, monkeypatch) -> WorkerEnv:  # type: ignore[no-untyped-def]
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> WorkerEnv:
     make_moto_atomic(monkeypatch)
     return make_env(runtime, frozen_now)
 

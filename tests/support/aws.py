@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from local.options import EMULATOR_CREDENTIALS
+from nexttick.config import NextTickSettings
+from nexttick.runtime import Runtime
 
 # The environment of every test that talks to moto: its credentials and one region.
 FAKE_AWS_ENV = {**EMULATOR_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
@@ -20,3 +22,16 @@ class RecordingTrigger:
     def wake(self, reason: str) -> None:
         self.inner.wake(reason)
         self.reasons.append(reason)
+
+
+class RecordedRuntime(Runtime):
+    """The runtime of a test: its worker trigger (shared with rule sync) records every wake."""
+
+    trigger: RecordingTrigger
+
+    @classmethod
+    def recording(cls, settings: NextTickSettings) -> RecordedRuntime:
+        built = Runtime.build(settings)
+        trigger = RecordingTrigger(built.trigger)
+        built.rule_sync.trigger = trigger
+        return cls(built.settings, built.store, built.rule, trigger, built.rule_sync, built.clock)

@@ -43,7 +43,7 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 
-from nexttick.aws import parse_rule_minute
+from nexttick.aws import LambdaWorkerTrigger, parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION, WORKER_EVENT_SOURCE, WORKER_EVENT_SYNC
 from nexttick.runtime import Runtime
@@ -228,10 +228,10 @@ class Injector:
         return self
 
     def attach_runtime(self, runtime: Runtime) -> Injector:
+        trigger = runtime.trigger
+        assert isinstance(trigger, LambdaWorkerTrigger), "a container's worker trigger is the real invoke"
         return self.attach(
-            runtime.store.models.task._get_connection().connection.client,
-            runtime.rule.client,
-            runtime.trigger.client,
+            runtime.store.models.task._get_connection().connection.client, runtime.rule.client, trigger.client
         )
 
     def begin(self, plan: Plan = NO_FAULTS, *, deadline: datetime | None = None) -> None:

@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from nexttick.config import Precision
 from nexttick.rulesync import Outcome, RearmResult, RuleSync, WaitClaim
@@ -212,7 +212,7 @@ class ModelTrigger:
 def rest_violation(
     timing: Timing,
     now: datetime,
-    armed: datetime | None,
+    armed: datetime | str | None,
     rule_minute: object,
     pending: list[datetime],
     wakes: int,
@@ -221,6 +221,8 @@ def rest_violation(
     minute and not in the past; a pending task too close to arm was handed to the worker."""
     if rule_minute != armed:
         return f"rule {rule_minute} != record {armed}"
+    if isinstance(armed, str):
+        return f"rule expression {armed!r} is not one the protocol writes"
     minutes = [timing.fire_minute(d) for d in pending]
     armable = [m for m in minutes if timing.armable(m, now)]
     if len(armable) < len(minutes) and wakes == 0:
@@ -523,22 +525,22 @@ class StoreView:
         self._call = replay.call
 
     def read_rule_state(self) -> RuleState:
-        return self._call("read_rule_state")  # type: ignore[no-any-return]
+        return self._call("read_rule_state")
 
     def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
-        return self._call("cas_rule_state", expected_version, armed_minute)  # type: ignore[no-any-return]
+        return self._call("cas_rule_state", expected_version, armed_minute)
 
     def confirm_published(self, version: int) -> bool:
-        return self._call("confirm_published", version)  # type: ignore[no-any-return]
+        return self._call("confirm_published", version)
 
     def claim_repair(self, version: int) -> bool:
-        return self._call("claim_repair", version)  # type: ignore[no-any-return]
+        return self._call("claim_repair", version)
 
     def head(self) -> datetime | None:
-        return self._call("head")  # type: ignore[no-any-return]
+        return self._call("head")
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
-        return self._call("try_mark_kicked", now, not_since)  # type: ignore[no-any-return]
+        return self._call("try_mark_kicked", now, not_since)
 
     def claim_waiter(
         self,
@@ -549,10 +551,10 @@ class StoreView:
         *,
         expected_version: int | None = None,
     ) -> bool:
-        return self._call("claim_waiter", at, owner, until, stale_before, expected_version)  # type: ignore[no-any-return]
+        return self._call("claim_waiter", at, owner, until, stale_before, expected_version)
 
     def release_waiter(self, owner: str, at: datetime) -> bool:
-        return self._call("release_waiter", owner, at)  # type: ignore[no-any-return]
+        return self._call("release_waiter", owner, at)
 
     def run(self, task_id: str) -> None:
         self._call("run", task_id, scheduled=False)
@@ -575,7 +577,7 @@ class RuleView:
         self._call("put_land", self._call("put_send", minute, scheduled=False))
 
     def current(self) -> datetime | None:
-        return self._call("describe")  # type: ignore[no-any-return]
+        return self._call("describe")
 
 
 class TriggerView:
@@ -608,7 +610,7 @@ STALE_ENTRY_AGE = timedelta(minutes=5)
 def _runtime(replay: Replay, scenario: Scenario) -> Runtime:
     clock = ClockView(replay)
     store, rule, trigger = StoreView(replay), RuleView(replay), TriggerView(replay)
-    sync = scenario.protocol(store, rule, trigger, TIMING, clock)  # type: ignore[arg-type]
+    sync = scenario.protocol(store, rule, trigger, TIMING, clock)
     return Runtime(SETTINGS, store, rule, trigger, sync, clock)  # type: ignore[arg-type]
 
 
@@ -620,14 +622,15 @@ class ModelWorker(Worker):
         self.report.passes += 1
         now = self.clock.now()
         ran = False
-        for key in self.store.due_keys(now):
+        queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
+        for key in queue.due_keys(now):
             if self.remaining() < self.margin:
                 break
-            task_id = self.store.claim_entry(key, now, now + self.lease)
+            task_id = queue.claim_entry(key, now, now + self.lease)
             if task_id is None:
                 continue  # contended, stale (deleted) or deferred (a write in flight)
-            self.store.run(task_id)  # with the claim: recording a run commutes with everything
-            self.store.complete(task_id, key)
+            queue.run(task_id)  # with the claim: recording a run commutes with everything
+            queue.complete(task_id, key)
             ran = True
         return ran
 
@@ -728,7 +731,7 @@ def _freeze(value: Any) -> Hashable:
             value.waiter_until,
             value.waiter_owner,
         )
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 # ---- the world's side of every operation

@@ -28,7 +28,7 @@ ACTIONS: dict[str, dict[str, Any]] = {
 class TravelClock:
     """Time from time-machine; `sleep` moves the traveller instead of waiting."""
 
-    def __init__(self, traveller: time_machine.Coordinates) -> None:
+    def __init__(self, traveller: time_machine.Traveller) -> None:
         self.traveller = traveller
         self.slept: list[float] = []
 
@@ -175,7 +175,7 @@ class WorkerEnv:
         return [e for e in store.shard_entries(shard_of(task_id, store.shards)) if e.task_id == task_id]
 
 
-def make_env(runtime: Any, traveller: time_machine.Coordinates) -> WorkerEnv:
+def make_env(runtime: Any, traveller: time_machine.Traveller) -> WorkerEnv:
     from editor import Editor
     from nexttick.actions import build_registry
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nexttick.actions import build_registry
+from nexttick.actions import ActionRegistry, build_registry
+from nexttick.actions.kinds import EventBridgeAction, LambdaAction, SnsAction, SqsAction
 from nexttick.config import NextTickSettings
 
 DEFINITIONS = {
@@ -17,15 +18,18 @@ DEFINITIONS = {
 
 
 @pytest.fixture
-def registry(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def registry(monkeypatch: pytest.MonkeyPatch) -> ActionRegistry:
     for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
         monkeypatch.setenv(name, value)
     return build_registry(DEFINITIONS, NextTickSettings(region="us-east-1"))
 
 
 @pytest.mark.parametrize("name", sorted(DEFINITIONS))
-def test_an_aws_action_declares_its_worst_case_and_its_client_keeps_to_it(registry, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_an_aws_action_declares_its_worst_case_and_its_client_keeps_to_it(
+    registry: ActionRegistry, name: str
+) -> None:
     action = registry.get(name)
+    assert isinstance(action, LambdaAction | SqsAction | SnsAction | EventBridgeAction)
     config = action.client.meta.config
     # Every attempt is bounded, and so is the number of attempts (the worker retries with backoff)
     attempts = config.retries["total_max_attempts"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_schedules_are_described_for_humans() -> None:
 
 
 def test_tables_align_columns() -> None:
-    tasks = [
+    tasks: list[dict[str, Any]] = [
         {
             "id": "a",
             "status": "pending",

@@ -15,8 +15,10 @@ from nexttick.schedules import Recurrence, ScheduleKind, Timing, load_zone, vali
 from nexttick.timeutil import floor_minute
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, microsecond: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, microsecond, tzinfo=UTC)
 
 
 def cron(expression: str, zone: str = "UTC") -> Recurrence:

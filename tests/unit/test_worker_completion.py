@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from nexttick.store.records import TaskRecord
 from nexttick.worker import Attempt, RunOutcome, WorkerEvent, classify_event, plan_completion, retry_delay
-from nexttick.worker.completion import misfired, record_only
+from nexttick.worker.completion import Plan, misfired, record_only
 
 T0 = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)
 RETENTION = timedelta(days=7)
@@ -40,7 +41,7 @@ def attempt(outcome: RunOutcome, n: int = 1, scheduled: datetime = T0, error: st
 NOW = T0 + timedelta(seconds=3)
 
 
-def plan(t: TaskRecord, a: Attempt, rng: random.Random | None = None):  # type: ignore[no-untyped-def]
+def plan(t: TaskRecord, a: Attempt, rng: random.Random | None = None) -> Plan:
     return plan_completion(t, a, NOW, retention=RETENTION, rng=rng or random.Random(1))
 
 
@@ -50,6 +51,7 @@ def test_one_shot_success_finishes_with_ttl_and_no_queue_pointer() -> None:
     assert p.next_run is None and p.result == "succeeded"
     assert (r.status, r.due, r.queue_key, r.queue_token) == ("succeeded", None, None, None)
     assert r.runs == 1 and r.version == 4 and r.updated_at == NOW and r.expires_at == NOW + RETENTION
+    assert r.last_run is not None
     assert r.last_run.outcome == "succeeded" and r.last_run.scheduled_for == T0 and r.last_run.attempt == 1
 
 
@@ -60,12 +62,14 @@ def test_failure_with_attempts_left_retries_the_same_occurrence() -> None:
     assert NOW + timedelta(seconds=1) <= p.next_run.run_at <= NOW + timedelta(seconds=20)
     r = p.record
     assert r.status == "pending" and r.due == T0 and r.attempts == 2 and r.runs == 1
+    assert r.last_run is not None
     assert r.last_run.outcome == "retrying" and r.last_run.error == "boom" and r.expires_at is None
 
 
 def test_exhausted_one_shot_fails_with_the_error_and_ttl() -> None:
     p = plan(task(max_attempts=2), attempt(RunOutcome.FAILED, 2, error="boom"))
-    assert p.next_run is None and p.record.status == "failed" and p.record.last_run.error == "boom"
+    assert p.next_run is None and p.record.status == "failed"
+    assert p.record.last_run is not None and p.record.last_run.error == "boom"
     assert p.record.attempts == 2 and p.record.expires_at == NOW + RETENTION
 
 
@@ -120,7 +124,12 @@ def test_record_only_keeps_the_schedule_fields() -> None:
     t = task(status="cancelled", due=None, queue_key=None, queue_token=None)
     r = record_only(t, attempt(RunOutcome.SUCCEEDED), NOW)
     assert (r.status, r.due, r.queue_key, r.queue_token) == ("cancelled", None, None, None)
-    assert r.runs == 1 and r.last_run.outcome == "succeeded" and r.version == t.version + 1
+    assert (
+        r.runs == 1
+        and r.last_run is not None
+        and r.last_run.outcome == "succeeded"
+        and r.version == t.version + 1
+    )
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 12])
@@ -137,5 +146,6 @@ def test_events_are_classified() -> None:
     assert classify_event({"source": "aws.events", "detail-type": "Scheduled Event"}) is WorkerEvent.SCHEDULED
     assert classify_event({"source": "nexttick", "action": "wake", "reason": "x"}) is WorkerEvent.WAKE
     assert classify_event({"source": "nexttick", "action": "sync"}) is WorkerEvent.SYNC
-    for other in ({}, {"source": "nexttick", "action": "drop"}, {"source": "aws.s3"}, [], "x", None):
+    others: list[Any] = [{}, {"source": "nexttick", "action": "drop"}, {"source": "aws.s3"}, [], "x", None]
+    for other in others:
         assert classify_event(other) is WorkerEvent.UNKNOWN
