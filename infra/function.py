@@ -6,11 +6,24 @@ from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import InfraConfig
 
 _ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
+
+
+def failure_queue(scope: Construct, construct_id: str, queue_name: str) -> sqs.Queue:
+    """Where a function's events that could not be handled are kept for two weeks (encrypted, TLS only)."""
+    return sqs.Queue(
+        scope,
+        construct_id,
+        queue_name=queue_name,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        retention_period=Duration.days(14),
+    )
 
 
 def function_arn(scope: Construct, function_name: str) -> str:

@@ -10,12 +10,11 @@ from typing import Any
 from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import names
 from infra.config import InfraConfig
-from infra.function import NextTickFunction
+from infra.function import NextTickFunction, failure_queue
 from infra.scheduler import grant_scheduling
 from infra.task_table import TaskTable
 from nexttick import constants
@@ -56,14 +55,7 @@ class Keeper(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         n = config.resource_names
-        self.failures = sqs.Queue(
-            self,
-            "FailureQueue",
-            queue_name=n.keeper_failures,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
+        self.failures = failure_queue(self, "FailureQueue", n.keeper_failures)
         self.handler = NextTickFunction(
             self,
             "Function",

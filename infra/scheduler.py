@@ -12,13 +12,12 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
-from aws_cdk import aws_sqs as sqs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra import names
 from infra.config import InfraConfig
-from infra.function import NextTickFunction, function_arn
+from infra.function import NextTickFunction, failure_queue, function_arn
 from infra.permissions import action_grants
 from infra.task_table import TaskTable
 from nexttick import constants
@@ -63,14 +62,7 @@ class RuleAndWorker(Construct):
         super().__init__(scope, construct_id)
         self.config = config
         n = config.resource_names
-        self.dead_letter_queue = sqs.Queue(
-            self,
-            "DeadLetterQueue",
-            queue_name=n.dead_letter_queue,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
+        self.dead_letter_queue = failure_queue(self, "DeadLetterQueue", n.dead_letter_queue)
         self.worker = NextTickFunction(
             self,
             "Worker",

@@ -1,12 +1,11 @@
 """The worker domain: run loop, claims, completion, retries, recurrence advance."""
 
-from nexttick.worker.completion import Attempt, NextRun, Plan, RunOutcome, plan_completion, retry_delay
+from nexttick.worker.completion import Attempt, Plan, RunOutcome, plan_completion, retry_delay
 from nexttick.worker.events import WorkerEvent, classify_event
 from nexttick.worker.loop import RunReport, Worker
 
 __all__ = [
     "Attempt",
-    "NextRun",
     "Plan",
     "RunOutcome",
     "RunReport",

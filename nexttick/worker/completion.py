@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from nexttick.schedules import Recurrence, ScheduleKind
-from nexttick.store.records import LastRun, TaskRecord, TaskStatus
+from nexttick.store.records import LastRun, Occurrence, TaskRecord, TaskStatus
 
 MIN_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 7 * 86400.0
@@ -42,18 +42,9 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class NextRun:
-    """The queue entry to write for the task's next run (a retry or the next occurrence)."""
-
-    run_at: datetime
-    scheduled_for: datetime
-    attempt: int
-
-
-@dataclass(frozen=True)
 class Plan:
     record: TaskRecord  # the task to write (queue_key/queue_token still to be set if next_run)
-    next_run: NextRun | None
+    next_run: Occurrence | None
     result: str  # succeeded | failed | retrying | skipped (last_run.outcome)
 
 
@@ -125,12 +116,12 @@ def plan_completion(
         deadline = misfire_deadline(task, a.scheduled_for)
         if (deadline is None or retry_at <= deadline) and (next_due is None or retry_at < next_due):
             record = replace(base, due=a.scheduled_for, attempts=a.attempt, last_run=_last_run(a, "retrying"))
-            return Plan(record, NextRun(retry_at, a.scheduled_for, a.attempt + 1), "retrying")
+            return Plan(record, Occurrence(retry_at, a.scheduled_for, a.attempt + 1), "retrying")
 
     result = a.outcome.value
     if next_due is not None:  # recurring: on to the next occurrence, whatever this one did
         record = replace(base, due=next_due, attempts=0, last_run=_last_run(a, result))
-        return Plan(record, NextRun(next_due, next_due, 1), result)
+        return Plan(record, Occurrence(next_due, next_due, 1), result)
 
     status = TaskStatus(result) if not recurring else TaskStatus.SUCCEEDED  # a finished series succeeded
     record = replace(

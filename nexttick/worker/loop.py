@@ -29,7 +29,7 @@ from nexttick.actions import ActionRegistry, Delivery
 from nexttick.observability import MetricUnit, logger, metrics
 from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
-from nexttick.store.records import Occurrence, QueueEntry, TaskRecord, TaskStatus
+from nexttick.store.records import QueueEntry, TaskRecord, TaskStatus
 from nexttick.worker import drain
 from nexttick.worker.completion import (
     MAX_ERROR_CHARS,
@@ -338,9 +338,7 @@ class Worker:
                     break
             else:
                 plan = plan_completion(task, attempt, now, retention=self.retention, rng=self.rng)
-                nxt = plan.next_run
-                run = Occurrence(nxt.run_at, nxt.scheduled_for, nxt.attempt) if nxt is not None else None
-                if self.store.swap_occurrence(task, plan.record, run, leaving=entry.ref, step=step):
+                if self.store.swap_occurrence(task, plan.record, plan.next_run, leaving=entry.ref, step=step):
                     result = plan.result
                     break
             task = self.store.get_task(entry.task_id)  # changed meanwhile: decide on the fresh record

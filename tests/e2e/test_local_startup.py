@@ -23,12 +23,10 @@ import shlex
 import signal
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ import pytest
 import requests
 
 from bench.localstack import NEXTTICK, REPO, LocalStackProcess, Receiver, parse_time, run_cli
+from tests.support.slow_receiver import SlowReceiver
 
 pytestmark = [pytest.mark.xdist_group("local-startup-e2e"), pytest.mark.slow]
 
@@ -186,38 +185,6 @@ def read_exports(path: Path) -> dict[str, str]:
         name, _, value = word.partition("=")
         exports[name] = value
     return exports
-
-
-class SlowReceiver(ThreadingHTTPServer):
-    """POST /slow: answers 200 after SLOW_ANSWER_SECONDS; `arrived` / `answered` are set as it goes."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _SlowHandler)
-        self.arrived = threading.Event()
-        self.answered = threading.Event()
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/slow"
-
-
-class _SlowHandler(BaseHTTPRequestHandler):
-    server: SlowReceiver
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.arrived.set()
-        time.sleep(SLOW_ANSWER_SECONDS)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-        self.server.answered.set()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
 
 # ---------------------------------------------------------------------- refused starts
@@ -383,7 +350,7 @@ def test_ctrl_c_does_not_wait_for_a_sleeping_worker_and_the_restart_delivers_on_
 
 def test_a_second_ctrl_c_says_what_the_stop_waits_for(stacks: Callable[..., Stack]) -> None:
     """Before e055862 a second Ctrl-C printed nothing (the handler only set the stop event)."""
-    receiver = SlowReceiver()
+    receiver = SlowReceiver(SLOW_ANSWER_SECONDS)
     try:
         # Given a worker invocation delivering to a webhook that takes SLOW_ANSWER_SECONDS to answer
         stack = stacks("--port", "0", actions={"slow": {"type": "webhook", "url": receiver.url}})

@@ -6,19 +6,16 @@ again once the lease of a claim made before the stop is over)."""
 
 from __future__ import annotations
 
-import json
 import signal
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.localstack import LocalStackProcess, rfc3339, stack_environment
+from tests.support.slow_receiver import SlowReceiver
 
 pytestmark = [pytest.mark.xdist_group("stop-e2e"), pytest.mark.slow]
 
@@ -28,43 +25,9 @@ QUEUED = 10  # tasks due one second apart: the first is delivering when Ctrl-C c
 STOP_SECONDS = 60.0
 
 
-class SlowReceiver(ThreadingHTTPServer):
-    """POST /hook: records the idempotency key on arrival, answers 200 after ANSWER_SECONDS."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _SlowHandler)
-        self.keys: list[str] = []
-        self.arrived = threading.Event()
-        self.answered = threading.Event()
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/hook"
-
-
-class _SlowHandler(BaseHTTPRequestHandler):
-    server: SlowReceiver
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        self.server.keys.append(body["idempotency_key"])
-        self.server.arrived.set()
-        time.sleep(ANSWER_SECONDS)
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-        self.server.answered.set()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-
 @pytest.fixture
 def receiver() -> Iterator[SlowReceiver]:
-    server = SlowReceiver()
+    server = SlowReceiver(ANSWER_SECONDS)
     yield server
     server.shutdown()
 

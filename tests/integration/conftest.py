@@ -8,11 +8,22 @@ import os
 from collections.abc import Iterator
 
 import pytest
+import time_machine
 from moto import mock_aws
 
 from editor import Editor
 from tests.support.api import LambdaApi
-from tests.support.aws import FAKE_AWS_ENV
+from tests.support.aws import FAKE_AWS_ENV, RecordedRuntime
+from tests.support.worker import WorkerEnv, make_env, make_moto_atomic
+
+
+@pytest.fixture
+def env(
+    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
+) -> WorkerEnv:
+    """A worker over moto (transactions made atomic) on the frozen clock, with its editor."""
+    make_moto_atomic(monkeypatch)
+    return make_env(runtime, frozen_now)
 
 
 @pytest.fixture

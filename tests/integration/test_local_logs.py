@@ -14,15 +14,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import time_machine
 
 from lambdas.worker import handler as worker_handler
 from local.logs import human_format
 from nexttick.config import NextTickSettings
 from nexttick.observability import logger
 from tests.support.api import LambdaApi
-from tests.support.aws import RecordedRuntime
-from tests.support.worker import ACTIONS, FakeContext, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, FakeContext, WorkerEnv
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 WORKER_MESSAGES = {"worker invoked", "task delivered", "occurrence finished", "worker run finished"}
@@ -46,15 +44,12 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[WorkerEnv]:
-    make_moto_atomic(monkeypatch)
-    env = make_env(runtime, frozen_now)
+def env(env: WorkerEnv, monkeypatch: pytest.MonkeyPatch) -> WorkerEnv:
+    """The worker Lambda handler serves this environment's runtime and registry."""
     monkeypatch.setattr(worker_handler, "_deps", (env.runtime, env.registry))
     HOLDING.clear()
     API_ANSWERED.clear()
-    yield env
+    return env
 
 
 @pytest.fixture

@@ -8,14 +8,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-import time_machine
 
 from editor import Editor
 from nexttick.config import NextTickSettings
 from nexttick.rulesync import Outcome, RuleSync
 from nexttick.runtime import Runtime
-from tests.support.aws import RecordedRuntime
-from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
@@ -56,14 +54,6 @@ class SlowRule:
 @pytest.fixture
 def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4)
-
-
-@pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> WorkerEnv:
-    make_moto_atomic(monkeypatch)
-    return make_env(runtime, frozen_now)
 
 
 def editor_with_rule(env: WorkerEnv, rule: Any) -> Editor:

@@ -18,7 +18,7 @@ from nexttick.rulesync import Outcome, RuleSync
 from nexttick.runtime import Runtime
 from nexttick.worker import Worker
 from tests.support.aws import RecordedRuntime
-from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
@@ -27,14 +27,6 @@ M = timedelta(minutes=1)
 @pytest.fixture
 def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4)
-
-
-@pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> WorkerEnv:
-    make_moto_atomic(monkeypatch)
-    return make_env(runtime, frozen_now)
 
 
 class Killed(BaseException):

@@ -14,15 +14,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import time_machine
 from botocore.exceptions import ClientError
 
 from editor import ConflictError, TaskSpec
 from nexttick.config import NextTickSettings
 from tests.support.api import LambdaApi
-from tests.support.aws import RecordedRuntime
 from tests.support.interleave import Interleaver, Step
-from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 _ACTOR_STEP: ContextVar[Step | None] = ContextVar("actor_step", default=None)
 
@@ -30,14 +28,6 @@ _ACTOR_STEP: ContextVar[Step | None] = ContextVar("actor_step", default=None)
 @pytest.fixture
 def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS)
-
-
-@pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> WorkerEnv:
-    make_moto_atomic(monkeypatch)
-    return make_env(runtime, frozen_now)
 
 
 def _clients(runtime: Any) -> dict[str, Any]:

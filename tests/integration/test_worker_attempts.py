@@ -8,13 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import time_machine
 from botocore.exceptions import ClientError
 
 from nexttick.config import NextTickSettings
 from nexttick.store.records import QueueEntry
-from tests.support.aws import RecordedRuntime
-from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 LEASE = timedelta(seconds=60)
 
@@ -22,14 +20,6 @@ LEASE = timedelta(seconds=60)
 @pytest.fixture
 def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4, lease_seconds=60)
-
-
-@pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> WorkerEnv:
-    make_moto_atomic(monkeypatch)
-    return make_env(runtime, frozen_now)
 
 
 class Crash(BaseException):

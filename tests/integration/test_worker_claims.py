@@ -9,26 +9,16 @@ import time
 from datetime import timedelta
 
 import pytest
-import time_machine
 
 from nexttick.config import NextTickSettings
 from nexttick.store.records import QueueEntry
 from nexttick.worker import RunReport
-from tests.support.aws import RecordedRuntime
-from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 
 @pytest.fixture
 def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4, lease_seconds=60)
-
-
-@pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> WorkerEnv:
-    make_moto_atomic(monkeypatch)
-    return make_env(runtime, frozen_now)
 
 
 class Crash(BaseException):

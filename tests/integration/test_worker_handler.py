@@ -5,18 +5,15 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-import time_machine
 
 from lambdas.worker import handler as worker_handler
 from nexttick.actions import ActionConfigError
 from nexttick.config import NextTickSettings, get_settings
 from nexttick.observability import metrics as powertools_metrics
-from tests.support.aws import RecordedRuntime
-from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
@@ -27,13 +24,10 @@ def settings() -> NextTickSettings:
 
 
 @pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[WorkerEnv]:
-    make_moto_atomic(monkeypatch)
-    env = make_env(runtime, frozen_now)
+def env(env: WorkerEnv, monkeypatch: pytest.MonkeyPatch) -> WorkerEnv:
+    """The worker Lambda handler serves this environment's runtime and registry."""
     monkeypatch.setattr(worker_handler, "_deps", (env.runtime, env.registry))
-    yield env
+    return env
 
 
 def call(env: WorkerEnv, event: object) -> dict:

@@ -6,25 +6,15 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import time_machine
 
 from nexttick.config import NextTickSettings
 from nexttick.schedules import Timing
-from tests.support.aws import RecordedRuntime
-from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 
 @pytest.fixture
 def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4)
-
-
-@pytest.fixture
-def env(
-    frozen_now: time_machine.Traveller, runtime: RecordedRuntime, monkeypatch: pytest.MonkeyPatch
-) -> WorkerEnv:
-    make_moto_atomic(monkeypatch)
-    return make_env(runtime, frozen_now)
 
 
 def test_one_shot_runs_once_and_finishes_with_ttl(env: WorkerEnv) -> None:

@@ -737,6 +737,16 @@ def _freeze(value: Any) -> Hashable:
 # ---- the world's side of every operation
 
 
+# The rule record's conditional updates other than the CAS (which also streams a change).
+_RECORD_UPDATES: dict[str, Callable[..., tuple[Record, Any]]] = {
+    "confirm_published": Record.confirm,
+    "claim_repair": Record.claim_repair,
+    "claim_waiter": Record.claim_waiter,
+    "release_waiter": Record.release_waiter,
+    "try_mark_kicked": Record.mark_kicked,
+}
+
+
 def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
     """Apply one operation of `spec`'s actor to `world` (linearizable, like the real items).
     `position` (the operation's place in the actor's log) names what it starts, so that the same
@@ -753,20 +763,8 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         if result is not None:
             world.stream(("rule",))
         return result
-    if name == "confirm_published":
-        world.record, result = world.record.confirm(*args)
-        return result
-    if name == "claim_repair":
-        world.record, result = world.record.claim_repair(*args)
-        return result
-    if name == "claim_waiter":
-        world.record, result = world.record.claim_waiter(*args)
-        return result
-    if name == "release_waiter":
-        world.record, result = world.record.release_waiter(*args)
-        return result
-    if name == "try_mark_kicked":
-        world.record, result = world.record.mark_kicked(*args)
+    if name in _RECORD_UPDATES:
+        world.record, result = _RECORD_UPDATES[name](world.record, *args)
         return result
     if name == "head":
         return world.head()
