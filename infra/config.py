@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from infra import names
 from infra.permissions import ACTION_KINDS, action_grant
 from nexttick import config, constants
-from nexttick.actions.kinds import DEFAULT_WEBHOOK_ALLOWLIST, url_allowed
+from nexttick.actions.webhook import DEFAULT_WEBHOOK_ALLOWLIST, url_allowed
 from nexttick.config import Precision
 
 # CloudWatch Logs accepts only these retention periods (days).

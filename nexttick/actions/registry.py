@@ -9,7 +9,9 @@ from typing import Any
 import boto3
 
 from nexttick.actions.base import Action, ActionConfigError, Delivery, DeliveryError
-from nexttick.actions.kinds import KINDS, BuildContext, Definition, parse_allowlist
+from nexttick.actions.definition import BuildContext, Definition
+from nexttick.actions.kinds import KINDS
+from nexttick.actions.webhook import parse_allowlist
 from nexttick.aws import ACTION_BOTO_CONFIG, make_client
 from nexttick.config import NextTickSettings
 

@@ -12,7 +12,7 @@ from infra import names
 from infra.config import ConfigError, InfraConfig, load_config
 from infra.permissions import Grant, action_grants
 from nexttick import constants
-from nexttick.actions.kinds import DEFAULT_WEBHOOK_ALLOWLIST, parse_allowlist, url_allowed
+from nexttick.actions.webhook import DEFAULT_WEBHOOK_ALLOWLIST, parse_allowlist, url_allowed
 from nexttick.config import NextTickSettings
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nexttick.actions import ActionRegistry, build_registry
-from nexttick.actions.kinds import EventBridgeAction, LambdaAction, SnsAction, SqsAction
+from nexttick.actions.aws_targets import EventBridgeAction, LambdaAction, SnsAction, SqsAction
 from nexttick.config import NextTickSettings
 
 DEFINITIONS = {

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from nexttick.actions import ActionConfigError, Delivery, build_registry, idempotency_key
-from nexttick.actions.kinds import parse_allowlist, url_allowed
+from nexttick.actions.webhook import parse_allowlist, url_allowed
 from nexttick.config import NextTickSettings
 
 SETTINGS = NextTickSettings()
