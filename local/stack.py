@@ -3,27 +3,21 @@ EventBridge, with every acknowledged change journaled and the state restored on 
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import importlib
-import json
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import IO, Any
 
 import boto3
-from pydantic import ValidationError as SettingsValidationError
 
 from infra import names
-from local import endpoints, logs, resources, state
+from local import endpoints, logs, preflight, resources, state
 from local.emulator import EventBridgeEmulator, FiringPolicy
 from local.keeper import LocalKeeper
 from local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
@@ -32,25 +26,16 @@ from local.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_WORKER_TIMEOUT_SECONDS,
     EMULATOR_CREDENTIALS,
-    PORT_SETTINGS,
     LocalOptions,
     handler_environment,
 )
 from nexttick import constants
-from nexttick.actions import ActionConfigError, ActionRegistry, build_registry
-from nexttick.config import NextTickSettings, get_settings
+from nexttick.config import get_settings
 from nexttick.runtime import Runtime
 
 logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
 
 SHUTDOWN_GRACE_SECONDS = 5.0
-# Held (flock) for the stack's lifetime: a second stack on the same state directory refuses to start
-# and touches none of the first one's files. The kernel releases it whatever ends the process.
-LOCK_FILE = "lock"
-# Exit codes of a refused start (README, "Local stack").
-EXIT_INVALID_CONFIG = 2
-EXIT_PORT_BUSY = 3
-EXIT_ALREADY_RUNNING = 4
 
 
 def _mark_snapshot_request(request: Any, **_: Any) -> None:
@@ -64,14 +49,6 @@ def _load(handler: str, name: str | None = None) -> Any:
     return getattr(importlib.import_module(module.replace("/", ".")), name or function)
 
 
-class StartupError(Exception):
-    """The stack refuses to start; `message` is the one line the user sees, `code` the exit status."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
 # How often the idle main thread looks for a stop request (a stop starts at most this late).
 STOP_POLL_SECONDS = 0.2
 
@@ -81,70 +58,6 @@ def synth_local_template(progress: Callable[[str], None]) -> dict[str, Any]:
     from infra import synth_template
 
     return synth_template(local=True, announce=progress)
-
-
-def hold_state_dir(state_dir: Path) -> IO[str]:
-    """Lock the state directory for this process, or refuse: another stack runs on it."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    handle = (state_dir / LOCK_FILE).open("a")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        try:
-            info = json.loads((state_dir / endpoints.LOCAL_FILE).read_text())
-            where = f" (pid {info['pid']}, API {info['api_url']})"
-        except (OSError, ValueError, KeyError):
-            where = ""
-        raise StartupError(
-            EXIT_ALREADY_RUNNING,
-            f"another nexttick local stack is running on {state_dir}{where}; use it, stop it, "
-            "or start a second one with --state-dir DIR --port N",
-        ) from None
-    return handle
-
-
-def check_ports_free(options: LocalOptions) -> None:
-    """Refuse to start, naming the setting, when a port the stack would listen on is taken."""
-    for name, setting in PORT_SETTINGS.items():
-        port = getattr(options, name)
-        if not port:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError as exc:
-                if exc.errno != errno.EADDRINUSE:
-                    raise
-                raise StartupError(
-                    EXIT_PORT_BUSY,
-                    f"port {port} on 127.0.0.1 is already in use ({setting}); stop what listens there "
-                    "or choose other ports, e.g. NEXTTICK_PORT=8100 make run",
-                ) from None
-
-
-def validated_handler_settings() -> tuple[NextTickSettings, ActionRegistry]:
-    """The handlers' settings and actions, validated before the stack serves anything: one bad
-    action would otherwise fail every worker run while the API keeps accepting tasks."""
-    try:
-        settings = NextTickSettings()
-    except SettingsValidationError as exc:
-        first = exc.errors()[0]
-        name = str(first["loc"][0]) if first.get("loc") else ""
-        known = NextTickSettings.model_fields.get(name)
-        variable = (
-            (known.alias if known and known.alias else f"NEXTTICK_{name.upper()}") if name else "settings"
-        )
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise StartupError(EXIT_INVALID_CONFIG, f"invalid {variable}: {message}") from None
-    try:
-        registry = build_registry(settings.action_definitions(), settings)
-    except ActionConfigError as exc:
-        name = (exc.field or "").split(".")[1] if exc.field and "." in exc.field else ""
-        source = "NEXTTICK_ACTIONS" if name in settings.actions else "the configured actions"
-        raise StartupError(EXIT_INVALID_CONFIG, f"invalid action in {source}: {exc.message}") from None
-    return settings, registry
 
 
 class LocalStack:
@@ -175,11 +88,11 @@ class LocalStack:
 
     # ------------------------------------------------------------------ start
     def start(self, progress: Callable[[str], None] = lambda _: None) -> LocalStack:
-        """Refuse to start (StartupError) before touching anything when the state directory is in
+        """Refuse to start (preflight.StartupError) before touching anything when the state directory is in
         use, a port is taken or the actions are invalid; otherwise bring everything up."""
         opts = self.options
-        self._lock = hold_state_dir(opts.state_dir)
-        check_ports_free(opts)
+        self._lock = preflight.hold_state_dir(opts.state_dir)
+        preflight.check_ports_free(opts)
         # Nothing in this process may reach real AWS: fake credentials, before any client exists.
         for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
             os.environ.pop(name, None)
@@ -210,7 +123,7 @@ class LocalStack:
             )
         )
         get_settings.cache_clear()
-        settings, registry = validated_handler_settings()
+        settings, registry = preflight.validated_handler_settings()
         self.actions = [f"{name} ({action.kind})" for name, action in sorted(registry.actions.items())]
         # The worker sleeps on a clock the stack can see: an invocation that only sleeps is not
         # waited for at shutdown.
@@ -427,7 +340,7 @@ def run(options: LocalOptions) -> int:
     try:
         try:
             stack.start(progress)
-        except StartupError as exc:
+        except preflight.StartupError as exc:
             print(f"error: {exc.message}", file=sys.stderr, flush=True)
             return exc.code
         print(stack.banner(), flush=True)
