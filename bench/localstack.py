@@ -20,6 +20,8 @@ from typing import Any
 
 import requests
 
+from local.options import EMULATOR_CREDENTIALS
+
 REPO = Path(__file__).resolve().parents[1]
 # The console script `make` installs into .venv: the stack and the CLI start the way a user starts them.
 NEXTTICK = str(Path(sys.executable).parent / "nexttick")
@@ -205,7 +207,9 @@ class LocalStackProcess:
 
         info = json.loads((self.state_dir / "local.json").read_text())
         session = boto3.session.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=info["region"]
+            aws_access_key_id=EMULATOR_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=EMULATOR_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            region_name=info["region"],
         )
         events = session.client("events", endpoint_url=info["endpoint_url"])
         return str(events.describe_rule(Name=info["rule"])["ScheduleExpression"])

@@ -8,6 +8,7 @@ import pytest
 from nexttick.actions import ActionRegistry, build_registry
 from nexttick.actions.aws_targets import EventBridgeAction, LambdaAction, SnsAction, SqsAction
 from nexttick.config import NextTickSettings
+from tests.support.aws import FAKE_AWS_ENV
 
 DEFINITIONS = {
     "queue": {"type": "sqs", "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/q"},
@@ -19,7 +20,7 @@ DEFINITIONS = {
 
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> ActionRegistry:
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+    for name, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(name, value)
     return build_registry(DEFINITIONS, NextTickSettings(region="us-east-1"))
 
