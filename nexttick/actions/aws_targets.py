@@ -59,6 +59,20 @@ class LambdaAction:
             raise DeliveryError(f"function {self.function} failed ({response['FunctionError']}): {detail}")
 
 
+def _message_fields(delivery: Delivery, group: str | None, *, fifo: bool) -> dict[str, Any]:
+    """What an SQS and an SNS message carry besides the envelope: the idempotency key as an
+    attribute and, for a FIFO target, the group (default: the task) and a deduplication id."""
+    fields: dict[str, Any] = {
+        "MessageAttributes": {
+            "idempotency_key": {"DataType": "String", "StringValue": delivery.idempotency_key}
+        }
+    }
+    if fifo:
+        fields["MessageGroupId"] = group or delivery.task_id
+        fields["MessageDeduplicationId"] = _dedup_id(delivery.idempotency_key)
+    return fields
+
+
 # ---------------------------------------------------------------------------------------- sqs
 class SqsAction:
     kind = "sqs"
@@ -79,17 +93,11 @@ class SqsAction:
         )
 
     def deliver(self, delivery: Delivery) -> None:
-        params: dict[str, Any] = {
-            "QueueUrl": self.queue_url,
-            "MessageBody": envelope_json(delivery.envelope()),
-            "MessageAttributes": {
-                "idempotency_key": {"DataType": "String", "StringValue": delivery.idempotency_key}
-            },
-        }
-        if self.fifo:
-            params["MessageGroupId"] = self.group or delivery.task_id
-            params["MessageDeduplicationId"] = _dedup_id(delivery.idempotency_key)
-        self.client.send_message(**params)
+        self.client.send_message(
+            QueueUrl=self.queue_url,
+            MessageBody=envelope_json(delivery.envelope()),
+            **_message_fields(delivery, self.group, fifo=self.fifo),
+        )
 
 
 # ---------------------------------------------------------------------------------------- sns
@@ -112,17 +120,11 @@ class SnsAction:
         )
 
     def deliver(self, delivery: Delivery) -> None:
-        params: dict[str, Any] = {
-            "TopicArn": self.topic_arn,
-            "Message": envelope_json(delivery.envelope()),
-            "MessageAttributes": {
-                "idempotency_key": {"DataType": "String", "StringValue": delivery.idempotency_key}
-            },
-        }
-        if self.fifo:
-            params["MessageGroupId"] = self.group or delivery.task_id
-            params["MessageDeduplicationId"] = _dedup_id(delivery.idempotency_key)
-        self.client.publish(**params)
+        self.client.publish(
+            TopicArn=self.topic_arn,
+            Message=envelope_json(delivery.envelope()),
+            **_message_fields(delivery, self.group, fifo=self.fifo),
+        )
 
 
 # ---------------------------------------------------------------------------------------- eventbridge
