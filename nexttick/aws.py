@@ -48,7 +48,7 @@ def make_client(
         service,  # type: ignore[call-overload]
         region_name=settings.region,
         endpoint_url=endpoint,
-        config=config,
+        config=config.merge(Config(max_pool_connections=settings.connection_pool_size)),
     )
 
 

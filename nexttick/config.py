@@ -65,6 +65,13 @@ class NextTickSettings(BaseSettings):
     actions_config: Annotated[dict[str, dict[str, Any]], NoDecode] = Field(default_factory=dict)
     actions: Annotated[dict[str, dict[str, Any]], NoDecode] = Field(default_factory=dict)
 
+    @property
+    def connection_pool_size(self) -> int:
+        """Connections each AWS client keeps open: one per worker pool thread, per parallel shard read
+        and for the lease renewer, so no call waits for a connection or opens one it then drops
+        (botocore keeps 10 by default; on AWS each new one is a TLS handshake)."""
+        return self.pool_size + min(constants.MAX_PARALLEL_SHARD_READS, self.queue_shards) + 1
+
     @field_validator("actions_config", "actions", mode="before")
     @classmethod
     def _parse_json_object(cls, value: Any, info: ValidationInfo) -> Any:

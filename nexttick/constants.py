@@ -23,6 +23,8 @@ RULE_STATE_SK = "STATE"
 
 # The number of queue shards is part of the data layout: changing it strands queue entries.
 DEFAULT_QUEUE_SHARDS = 16
+# The store reads at most this many shards at once (one thread and one connection each).
+MAX_PARALLEL_SHARD_READS = 16
 
 # EventBridge: a year-pinned cron in 1970 never fires; it is the "nothing pending" position.
 EPOCH_EXPRESSION = "cron(0 0 1 1 ? 1970)"

@@ -109,6 +109,7 @@ def bind_models(
     region: str,
     endpoint_url: str | None,
     credentials: tuple[str, str, str | None] | None = None,
+    max_pool_connections: int | None = None,
 ) -> BoundModels:
     """Subclasses of the models pointed at one table / region / endpoint (one connection each)."""
 
@@ -119,6 +120,8 @@ def bind_models(
             "host": endpoint_url,
             "max_retry_attempts": 5,
         }
+        if max_pool_connections is not None:
+            meta_attrs["max_pool_connections"] = max_pool_connections
         if credentials is not None:
             meta_attrs.update(
                 aws_access_key_id=credentials[0],

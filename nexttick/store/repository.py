@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from nexttick import constants
 from nexttick.config import NextTickSettings
 from nexttick.store.models import bind_models
 from nexttick.store.rule import RuleStateStore
@@ -27,18 +28,25 @@ class TaskStore(TaskWrites, RuleStateStore):
         endpoint_url: str | None = None,
         shards: int,
         credentials: tuple[str, str, str | None] | None = None,
+        max_pool_connections: int | None = None,
     ) -> None:
         self.table_name = table_name
         self.shards = shards
         self.models = bind_models(
-            table_name, region=region, endpoint_url=endpoint_url, credentials=credentials
+            table_name,
+            region=region,
+            endpoint_url=endpoint_url,
+            credentials=credentials,
+            max_pool_connections=max_pool_connections,
         )
         # The three models share one table and one connection (one botocore client: a client costs
         # ~0.25 s to build, which every Lambda cold start would pay three times otherwise).
         connection = self.models.task._get_connection()
         self.models.queue._connection = connection
         self.models.rule._connection = connection
-        self._pool = ThreadPoolExecutor(max_workers=min(16, shards), thread_name_prefix="nexttick-shard")
+        self._pool = ThreadPoolExecutor(
+            max_workers=min(constants.MAX_PARALLEL_SHARD_READS, shards), thread_name_prefix="nexttick-shard"
+        )
 
     @classmethod
     def from_settings(
@@ -50,6 +58,7 @@ class TaskStore(TaskWrites, RuleStateStore):
             endpoint_url=settings.endpoint_url,
             shards=settings.queue_shards,
             credentials=credentials,
+            max_pool_connections=settings.connection_pool_size,
         )
 
     def create_table(self) -> None:
