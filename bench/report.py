@@ -143,4 +143,18 @@ def render(results: dict[str, Any]) -> str:
             "the create of a client that lives (its own sync arms the rule), and from its task write.\n\n"
         )
         out.append(_table(kp["delays"], ["path", "from", "count", "p50_s", "p90_s", "p99_s", "max_s"]))
+    if "cold_start" in results:
+        cs = results["cold_start"]
+        out.append(
+            f"\n## Cold start: asset size and handler import ms (median of {cs['runs']} fresh processes)\n\n"
+        )
+        out.append(
+            f"Asset: {cs['asset_mb']} MB in {cs['asset_files']} files, {cs['asset_zipped_mb']} MB zipped. "
+            f"Lambda runs Python {cs['runtime_python']}; this build ran {cs['build_python']}, so the asset "
+            f"{'ships' if cs['bytecode_shipped'] else 'does not ship'} bytecode (it is compiled at bundling "
+            "only by the runtime's Python version). Import times on this machine, same files, same pinned "
+            "requirements:\n\n"
+        )
+        rows = [{"handler": name, **ms} for name, ms in cs["import_ms_p50"].items()]
+        out.append(_table(rows, ["handler", "source_only", "bytecode"]))
     return "".join(out)

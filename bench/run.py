@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import backlog, burst, keeper, lateness, lifecycle, report, startup
+from bench import backlog, burst, cold_start, keeper, lateness, lifecycle, report, startup
 
-SECTIONS = ("backlog", "lifecycle", "burst", "lateness", "startup", "keeper")
+SECTIONS = ("backlog", "lifecycle", "burst", "lateness", "startup", "keeper", "cold_start")
 OUT = Path(__file__).resolve().parent
 
 
@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         results["startup"] = startup.run(args.quick)
     if "keeper" in chosen:
         results["keeper"] = keeper.run(args.quick)
+    if "cold_start" in chosen:
+        results["cold_start"] = cold_start.run()
     path.write_text(json.dumps(results, indent=2) + "\n")
     (OUT / f"results{suffix}.md").write_text(report.render(results))
     print(report.render(results))

@@ -3,16 +3,21 @@
 Dependencies come from requirements.txt as wheels for the Lambda platform (`pip install --platform
 manylinux... --only-binary=:all:`, so compiled packages such as pydantic-core get the Lambda
 build), installed once per (requirements, architecture, Python) into build/deps/<hash>/. The asset is
-that directory plus the runtime packages (nexttick/, editor/, lambdas/ — .py files only, no
-bytecode; the developer tooling lives in packages of its own), assembled under
-build/lambda/<hash>/ and handed to CDK with that hash, so unchanged code keeps the same asset and
-repeated synths skip pip entirely.
+that directory plus the runtime packages (nexttick/, editor/, lambdas/ — .py files; the developer
+tooling lives in packages of its own), assembled under build/lambda/<hash>/ and handed to CDK with
+that hash, so unchanged code keeps the same asset and repeated synths skip pip entirely.
+
+Lambda's file system is read-only, so every module shipped without bytecode is compiled again at
+every cold start. Bytecode is valid only for the Python version that wrote it: the asset gets it
+when the build runs the Lambda runtime's Python, and goes without it otherwise.
 """
 
 from __future__ import annotations
 
+import compileall
 import hashlib
 import os
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -23,7 +28,7 @@ from pathlib import Path
 from infra import names
 
 # Bump to invalidate cached builds when the recipe below changes.
-_RECIPE_VERSION = "1"
+_RECIPE_VERSION = "2"
 _PLATFORMS = {
     "arm64": ("manylinux2014_aarch64", "manylinux_2_28_aarch64"),
     "x86_64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
@@ -59,6 +64,20 @@ def runtime_files(root: Path) -> list[Path]:
             if path.is_file() and path.suffix in _RUNTIME_SUFFIXES and "__pycache__" not in rel.parts:
                 files.append(rel)
     return sorted(files)
+
+
+def ships_bytecode(python_version: str | None = None) -> bool:
+    """True when this build can write bytecode the Lambda runtime will load (same Python version)."""
+    running = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
+    return running == names.LAMBDA_PYTHON_VERSION
+
+
+def compile_bytecode(tree: Path) -> None:
+    """Bytecode for every module of `tree`, checked against nothing at import: the asset never changes
+    in place, so neither source timestamps nor hashes need to be read at a cold start."""
+    compileall.compile_dir(
+        tree, quiet=2, workers=0, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    )  # a file that does not compile stays source only, and fails only if it is ever imported
 
 
 def _pip_install(requirements: Path, target: Path, architecture: str) -> None:
@@ -109,7 +128,8 @@ def build_lambda_asset(root: Path, architecture: str = "arm64") -> LambdaAsset:
     if missing:
         raise FileNotFoundError(f"runtime package missing from {root}: {missing}")
     code_parts = [part for rel in files for part in (rel.as_posix().encode(), (root / rel).read_bytes())]
-    asset_hash = _digest(deps.name.encode(), *code_parts)
+    bytecode = ships_bytecode()
+    asset_hash = _digest(deps.name.encode(), str(bytecode).encode(), *code_parts)
     final = root / names.BUILD_DIR / "lambda" / asset_hash
     if not final.is_dir():
         work = Path(tempfile.mkdtemp(prefix=f".{asset_hash}-", dir=final.parent.parent))
@@ -120,6 +140,8 @@ def build_lambda_asset(root: Path, architecture: str = "arm64") -> LambdaAsset:
             for rel in files:
                 (stage / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(root / rel, stage / rel)
+            if bytecode:
+                compile_bytecode(stage)  # new files in new __pycache__ directories: no link is written
             final.parent.mkdir(parents=True, exist_ok=True)
             stage.rename(final)
         except OSError:
