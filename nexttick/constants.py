@@ -23,6 +23,9 @@ RULE_STATE_SK = "STATE"
 
 # The number of queue shards is part of the data layout: changing it strands queue entries.
 DEFAULT_QUEUE_SHARDS = 16
+# A worker claims an occurrence and reads its task up to this long before it is due, so that at
+# the instant only its action is left; a cancel is certain to stop an occurrence only before that.
+CLAIM_AHEAD_SECONDS = 0.5
 # The store reads at most this many shards at once (one thread and one connection each).
 MAX_PARALLEL_SHARD_READS = 16
 

@@ -6,7 +6,7 @@ The editor and the app reach a route through Powertools dependencies (`Depends`)
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -37,6 +37,7 @@ from lambdas.api.models import (
 )
 from lambdas.api.openapi import openapi_text
 from lambdas.api.requests import expected_version
+from nexttick import constants
 from nexttick.errors import ConflictError, VersionMismatchError
 from nexttick.store import TaskStatus
 
@@ -149,14 +150,15 @@ def _task_body(task: Task) -> dict[str, Any]:
     return TaskOut.model_validate(task, from_attributes=True).model_dump(mode="json")
 
 
-def _occurrence_due(task: Task, now: datetime) -> bool:
-    """Whether the queued occurrence of a task read just before its cancel was due by `now`, taken
-    after the cancel committed. A worker claims an occurrence only once due and reads the task right
-    after its claim: if the cancel committed before the occurrence was due, no worker can run it."""
+def _occurrence_claimable(task: Task, now: datetime) -> bool:
+    """Whether a worker could have claimed the queued occurrence of a task read just before its
+    cancel, by `now` (taken after the cancel committed). A worker claims an occurrence at the
+    earliest CLAIM_AHEAD_SECONDS before it is due and reads the task right after its claim: if the
+    cancel committed before that, no worker can run it."""
     if task.status not in (TaskStatus.PENDING, TaskStatus.RUNNING):
         return False
     run_at = task.next_attempt_at or task.due
-    return run_at is not None and run_at <= now
+    return run_at is not None and run_at - timedelta(seconds=constants.CLAIM_AHEAD_SECONDS) <= now
 
 
 @_route(
@@ -247,8 +249,9 @@ def update_task(
     "/tasks/<id>",
     summary="Cancel a pending task",
     operation_id="cancelTask",
-    description="204: cancelled before its occurrence was due; nothing of the task runs any more. "
-    "202: cancelled while an occurrence was already due (claimed, running, or about to be): that "
+    description="204: cancelled before its occurrence could be claimed (a worker claims it at the "
+    "earliest 0.5 s before it is due); nothing of the task runs any more. "
+    "202: cancelled while an occurrence was claimable (claimed, running, or about to be): that "
     "one occurrence may still complete, and its outcome then shows in `last_run`; nothing after "
     "it runs. Cancelling a cancelled task answers 204 again.",
     responses={
@@ -267,7 +270,7 @@ def cancel_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> 
             if expected is not None:
                 raise
             continue  # changed between the read and the cancel (e.g. a run completed): look again
-        if _occurrence_due(before, editor.clock.now()):
+        if _occurrence_claimable(before, editor.clock.now()):
             return _task_response(task, 202)
         return Response(status_code=204, body="")
     raise ConflictError("id: task is changing too often; retry", field="id")

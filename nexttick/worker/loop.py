@@ -1,10 +1,11 @@
 """The worker's run loop: claim due occurrences, run them on a bounded pool, complete, re-arm.
 
 One invocation:
-1. a *pass* reads the entries due by now from every shard (lazy, bounded pages merged in due
-   order), skips live leases, and submits at most `pool_size` occurrences at a time; each is
-   claimed with a conditional lease (which counts the attempt), validated against its task, run
-   (its lease renewed meanwhile, `LeaseKeeper`), and completed;
+1. a *pass* reads the entries due by now + CLAIM_AHEAD_SECONDS from every shard (lazy, bounded pages
+   merged in due order), skips live leases, and submits at most `pool_size` occurrences at a time;
+   each is claimed with a conditional lease (which counts the attempt), validated against its task,
+   run at its instant — an occurrence claimed ahead waits in its pool thread, so at the instant only
+   its action remains — (its lease renewed meanwhile, `LeaseKeeper`), and completed;
 2. passes repeat while they find work; then `rule_sync.rearm()` points the rule at the head;
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
    to the exact instant) when the remaining time allows, by the one invocation that claims the wait
@@ -111,6 +112,8 @@ class Worker:
         # reserve more than half the invocation, or a short timeout would only re-invoke itself.
         self.margin = min(registry.max_timeout_seconds + SAFETY_SECONDS, remaining_ms / 2000)
         self.lease = timedelta(seconds=self.settings.lease_seconds)
+        # A pass claims what is due this much ahead; a waiting worker wakes this much before its head.
+        self.prepare = timedelta(seconds=constants.CLAIM_AHEAD_SECONDS)
         self.retention = timedelta(days=self.settings.retention_days)
         self.hook = hook
         self.rng = rng or random.Random()
@@ -146,20 +149,23 @@ class Worker:
                     return self._finish("covered", "another invocation is waiting for an earlier time")
                 if claim is WaitClaim.MOVED:
                     continue  # the record moved since the re-arm: re-arm before sleeping
-                wait_seconds = (rearm.head - self.clock.now()).total_seconds()
+                wait_seconds = (rearm.head - self.prepare - self.clock.now()).total_seconds()
                 self._sleep(wait_seconds if wait_seconds > 0 else MIN_WAIT_SECONDS)
 
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()
 
     def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> bool:
-        """Submit every claimable entry due by now, at most `pool_size` in flight. True if any."""
+        """Submit every claimable entry due by now (and the next `prepare`), at most `pool_size` in
+        flight. True if any."""
         self.report.passes += 1
         now = self.clock.now()
         in_flight: set[Future[_Done]] = set()
         submitted = 0
         with self.leases.renewing():
-            for entry in self.store.merged_entries(up_to=now, page_size=self.settings.page_size):
+            for entry in self.store.merged_entries(
+                up_to=now + self.prepare, page_size=self.settings.page_size
+            ):
                 if entry.leased_at(now):
                     continue  # running elsewhere (or deferred); its lease end is part of the head
                 while len(in_flight) >= pool_size:
@@ -252,6 +258,9 @@ class Worker:
         if task is None or task.status != TaskStatus.PENDING or task.queue_token != claimed.token:
             return _Done(self._stale(claimed, task, now))
 
+        ahead = (claimed.run_at - self.clock.now()).total_seconds()
+        if ahead > 0:
+            self.clock.sleep(ahead)  # claimed and read ahead: at its instant only the action is left
         started = self.clock.now()
         lateness_ms = (started - claimed.run_at).total_seconds() * 1000
         lateness: float | None = None

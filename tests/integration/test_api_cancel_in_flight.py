@@ -1,6 +1,6 @@
 """An honest cancel: `DELETE` answers 204 only when nothing of the task can run any more, and 202
-when an occurrence was already due (claimed, running, or about to be): that one may still complete,
-nothing after it runs."""
+when an occurrence was already claimable — due, or within the claim-ahead window before it (claimed,
+running, or about to be): that one may still complete, nothing after it runs."""
 
 from __future__ import annotations
 
@@ -121,3 +121,25 @@ def test_cancel_before_the_occurrence_is_due_is_204_and_it_never_runs(api: Lambd
     wait_until(task["due"])
     worker(remaining_seconds=5)
     assert CALLS.calls[task["id"]] == []
+
+
+def test_a_cancel_after_a_worker_read_the_task_ahead_of_its_instant_is_202(
+    api: LambdaApi, worker: Any
+) -> None:
+    # Given a task due in 3 s, and a worker waiting for it (it claims and reads ahead of the instant)
+    task = api.post("/tasks", {"action": "block", "delay_seconds": 3}).json()
+    due = datetime.fromisoformat(task["due"].replace("Z", "+00:00")).timestamp()
+    answers: list[tuple[int, float]] = []
+
+    def cancel_when_read(step: str, entry: QueueEntry) -> None:
+        if step == "task-read" and entry.task_id == task["id"]:
+            answers.append((api.delete(f"/tasks/{task['id']}").status, time.time()))
+
+    # When the cancel commits after the worker read the task, before the instant
+    RELEASE.set()
+    worker(hook=cancel_when_read)
+    # Then it was answered 202, not 204: the occurrence was claimable and did run, at its instant
+    [(status, cancelled_at)] = answers
+    assert cancelled_at < due and status == 202
+    [delivered] = CALLS.calls[task["id"]]
+    assert delivered.at.timestamp() >= due

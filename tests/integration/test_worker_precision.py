@@ -4,10 +4,12 @@ due second, never before."""
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import time_machine
@@ -96,3 +98,33 @@ def test_tasks_start_at_their_due_time_never_before(env: WorkerEnv, settings: Ne
         f"\n[{settings.precision}] lateness over {len(lateness)} tasks: "
         f"p50={statistics.median(lateness) * 1000:.1f}ms max={max(lateness) * 1000:.1f}ms"
     )
+
+
+def test_a_waiting_worker_claims_and_reads_ahead_so_that_at_the_instant_only_the_action_runs(
+    env: WorkerEnv, settings: NextTickSettings
+) -> None:
+    if settings.precision is not Precision.SECOND:
+        pytest.skip("only `second` mode waits for an instant")
+    # Given a task due in 3 s (too close to arm: the editor woke the worker, which waits for it)
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=3))
+    assert task.due is not None
+    calls: list[tuple[datetime, str, str]] = []
+
+    def before_call(*, model: Any, params: dict[str, Any], **_: Any) -> None:
+        calls.append((env.now(), model.name, json.dumps(params, default=str)))
+
+    client = env.runtime.store.models.task._get_connection().connection.client
+    client.meta.events.register("before-call.dynamodb", before_call)
+    # When that worker runs
+    invoke(env, {"source": "nexttick", "action": "wake", "reason": "due-soon"})
+    # Then the action ran once, not before its instant
+    [call] = RECORDER.calls[task.id]
+    assert call.at >= task.due
+    # And the occurrence was claimed (its entry leased) and its task read before the instant ...
+    claims = [
+        at for at, op, params in calls if op == "UpdateItem" and task.id in params and "lease_owner" in params
+    ]
+    reads = [at for at, op, params in calls if op == "GetItem" and task.id in params]
+    assert claims and reads and max(claims[0], reads[0]) < task.due, calls
+    # ... so that between the instant and the action no DynamoDB call was made
+    assert [op for at, op, _ in calls if task.due <= at < call.at] == []

@@ -616,7 +616,12 @@ def _runtime(replay: Replay, scenario: Scenario) -> Runtime:
 
 class ModelWorker(Worker):
     """The real run loop (re-arm, claim the wait, sleep, hand over) over the model queue: a pass
-    claims each due entry (lease + task check in one step), runs it, and completes it."""
+    claims each due entry (lease + task check in one step), runs it, and completes it. It claims
+    nothing ahead of its instant (`prepare` is zero): claim, read and run are one step here."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prepare = timedelta(0)
 
     def _pass(self, pool: Any, pool_size: int) -> bool:
         self.report.passes += 1
@@ -641,7 +646,7 @@ class ModelWorker(Worker):
 
 def worker_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     rt = _runtime(replay, scenario)
-    worker = ModelWorker(rt, _Registry(), owner=spec.name, remaining_ms=WORKER_SECONDS * 1000, rng=_RNG)  # type: ignore[arg-type]
+    worker = ModelWorker(rt, _Registry(), owner=spec.name, remaining_ms=WORKER_SECONDS * 1000, rng=_RNG)
     worker.run()
 
 
