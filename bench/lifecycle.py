@@ -11,17 +11,24 @@ import time_machine
 
 from bench.harness import emulated_aws
 from editor import Editor
+from infra.config import InfraConfig
 from local.meter import DynamoMeter
 from nexttick.actions import build_registry
 from nexttick.worker import Worker
 
-# us-east-1 on-demand prices (USD): per million write / read request units, Lambda per GB-s.
+# us-east-1 prices (USD): on-demand per million write / read request units; provisioned per
+# capacity-unit hour; Lambda per GB-s by architecture and per request.
 PRICE_WRU = 0.625
 PRICE_RRU = 0.125
-PRICE_LAMBDA_GB_S = 0.0000166667
+PRICE_WCU_HOUR = 0.00065
+PRICE_RCU_HOUR = 0.00013
+PRICE_LAMBDA_GB_S = {"arm64": 0.0000133334, "x86_64": 0.0000166667}
 PRICE_LAMBDA_REQUEST = 0.20 / 1e6
 EVENTBRIDGE_SCHEDULER_PER_MILLION = 1.00
-WORKER_MEMORY_GB = 0.25
+# The deployed worker: the stack's default size and architecture.
+DEPLOYED = InfraConfig()
+WORKER_MEMORY_GB = DEPLOYED.worker_memory_mb / 1024
+LAMBDA_GB_S = PRICE_LAMBDA_GB_S[DEPLOYED.architecture]
 SECOND_MODE_MEAN_WAIT_S = 70.0  # a wake lands in [F, F+60+d]; the task is due at F+70..F+130
 
 
@@ -55,8 +62,12 @@ def lifecycle(tasks: int, per_run: int) -> dict[str, Any]:
     wru, rru = create[0] + run[0], create[1] + run[1]
     runs_per_task = 1 / per_run
     lambda_cost = runs_per_task * (
-        PRICE_LAMBDA_REQUEST + SECOND_MODE_MEAN_WAIT_S * WORKER_MEMORY_GB * PRICE_LAMBDA_GB_S
+        PRICE_LAMBDA_REQUEST + SECOND_MODE_MEAN_WAIT_S * WORKER_MEMORY_GB * LAMBDA_GB_S
     )
+    # Provisioned at a steady load: each unit a task uses is held for a second, at the stack's
+    # auto-scaling target utilization (capacity above the load is paid for too).
+    unit_seconds = 3600 * DEPLOYED.capacity_target_utilization / 100
+    provisioned = (wru * PRICE_WCU_HOUR + rru * PRICE_RCU_HOUR) / unit_seconds
     return {
         "tasks": tasks,
         "tasks_per_run": per_run,
@@ -67,6 +78,7 @@ def lifecycle(tasks: int, per_run: int) -> dict[str, Any]:
         "wru_total": round(wru, 2),
         "rru_total": round(rru, 2),
         "usd_per_million_dynamodb": round(wru * PRICE_WRU + rru * PRICE_RRU, 2),
+        "usd_per_million_dynamodb_provisioned": round(provisioned * 1e6, 2),
         "usd_per_million_lambda_second_mode": round(lambda_cost * 1e6, 2),
     }
 
@@ -95,8 +107,12 @@ def run(quick: bool) -> dict[str, Any]:
         "prices": {
             "wru_per_million": PRICE_WRU,
             "rru_per_million": PRICE_RRU,
-            "lambda_gb_s": PRICE_LAMBDA_GB_S,
+            "wcu_hour": PRICE_WCU_HOUR,
+            "rcu_hour": PRICE_RCU_HOUR,
+            "lambda_gb_s": LAMBDA_GB_S,
             "worker_memory_gb": WORKER_MEMORY_GB,
+            "worker_architecture": DEPLOYED.architecture,
+            "provisioned_target_utilization": DEPLOYED.capacity_target_utilization,
             "eventbridge_scheduler_per_million": EVENTBRIDGE_SCHEDULER_PER_MILLION,
         },
     }

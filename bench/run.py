@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if "burst" in chosen:
         results["burst"] = burst.run(args.quick)
     if "lateness" in chosen:
-        results["lateness"] = lateness.run()
+        results["lateness"] = lateness.run(args.quick)
     if "startup" in chosen:
         results["startup"] = startup.run(args.quick)
     if "keeper" in chosen:

@@ -27,6 +27,21 @@ class ConfigError(ValueError):
         self.field = field
 
 
+class CapacityRange(BaseModel):
+    """Bounds of one provisioned capacity (units per second) that auto scaling moves between."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: int = Field(ge=1, le=40_000)
+    max: int = Field(ge=1, le=40_000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CapacityRange:
+        if self.max < self.min:
+            raise ValueError("max must be at least min")
+        return self
+
+
 class InfraConfig(BaseModel):
     """Everything a deployment can choose. Defaults give the names in nexttick.constants."""
 
@@ -46,6 +61,12 @@ class InfraConfig(BaseModel):
     worker_memory_mb: int = Field(default=512, ge=128, le=10240)
     api_memory_mb: int = Field(default=512, ge=128, le=10240)
     architecture: Literal["arm64", "x86_64"] = "arm64"
+    # The table's capacity: on demand, or provisioned with target-tracking auto scaling of reads and
+    # writes between the ranges below (cheaper at a steady load: bench/results.md, cost section).
+    capacity: Literal["on_demand", "provisioned"] = "on_demand"
+    read_capacity: CapacityRange = CapacityRange(min=5, max=500)
+    write_capacity: CapacityRange = CapacityRange(min=5, max=500)
+    capacity_target_utilization: int = Field(default=70, ge=20, le=90)
     log_retention_days: int = 30
     api_throttle_rate: float = Field(default=50, gt=0)
     api_throttle_burst: int = Field(default=100, ge=1)

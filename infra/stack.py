@@ -38,10 +38,9 @@ class NextTickStack(Stack):
             description="nexttick: serverless scheduler (DynamoDB queue, one rule)",
             **kwargs,
         )
-        n = config.resource_names
         # The construct id stays "TaskStore": it is part of the table's logical id, and a retained table
         # whose logical id changes is orphaned by the next deploy.
-        self.store = TaskTable(self, "TaskStore", table_name=n.table)
+        self.store = TaskTable(self, "TaskStore", config=config)
         self.scheduler = RuleAndWorker(
             self, "Scheduler", config=config, store=self.store, code=code, sync_token=sync_token
         )

@@ -9,26 +9,33 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra import names
+from infra.config import InfraConfig
 from nexttick import constants
 
 
 class TaskTable(Construct):
     """Keys pk/sk (strings), no secondary index: every correctness-critical read is a strongly
-    consistent base-table query. On-demand, TTL on `expires_at`, PITR, deletion protection, RETAIN.
+    consistent base-table query. On-demand or provisioned with auto scaling (`capacity`), TTL on
+    `expires_at`, PITR, deletion protection, RETAIN.
     The stream carries both images: the keeper tells a moved due time or armed minute from a
     change that leaves them alone (reading a stream from Lambda is free)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, table_name: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: InfraConfig) -> None:
         super().__init__(scope, construct_id)
+        provisioned = config.capacity == "provisioned"
         self.table = dynamodb.Table(
             self,
             "Table",
-            table_name=table_name,
+            table_name=config.resource_names.table,
             partition_key=dynamodb.Attribute(
                 name=constants.PARTITION_KEY, type=dynamodb.AttributeType.STRING
             ),
             sort_key=dynamodb.Attribute(name=constants.SORT_KEY, type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            billing_mode=(
+                dynamodb.BillingMode.PROVISIONED if provisioned else dynamodb.BillingMode.PAY_PER_REQUEST
+            ),
+            read_capacity=config.read_capacity.min if provisioned else None,
+            write_capacity=config.write_capacity.min if provisioned else None,
             time_to_live_attribute=constants.TTL_ATTRIBUTE,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -38,6 +45,16 @@ class TaskTable(Construct):
             removal_policy=RemovalPolicy.RETAIN,
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
         )
+        if provisioned:
+            target = config.capacity_target_utilization
+            reads = self.table.auto_scale_read_capacity(
+                min_capacity=config.read_capacity.min, max_capacity=config.read_capacity.max
+            )
+            reads.scale_on_utilization(target_utilization_percent=target)
+            writes = self.table.auto_scale_write_capacity(
+                min_capacity=config.write_capacity.min, max_capacity=config.write_capacity.max
+            )
+            writes.scale_on_utilization(target_utilization_percent=target)
 
     def grant_task_access(self, grantee: iam.IGrantable) -> None:
         """Exactly the item-level actions the store issues, on the table only (no index, no Scan)."""
