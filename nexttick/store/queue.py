@@ -83,6 +83,13 @@ class QueueStore(StoreBase):
         Every claim counts as an attempt, in the same conditional write: the returned entry's
         `attempt` is this claim's, the stored one the next claim's, so an attempt that crashes or
         fails after its action still counts."""
+        return self.try_claim(entry, now, lease_until, owner)[0]
+
+    def try_claim(
+        self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str
+    ) -> tuple[QueueEntry | None, QueueEntry | None]:
+        """`claim`, and on failure the entry as stored (None when it is gone): whether another
+        worker holds it, or it changed under a task write."""
         q = self.models.queue
         item = q(keys.queue_pk(entry.shard), entry.key)
         condition: Condition = (
@@ -109,12 +116,12 @@ class QueueStore(StoreBase):
                 and stored.lease_owner == owner
                 and stored.lease_until == from_epoch(to_epoch(lease_until))
             ):
-                return None
+                return None, stored
             stored.attempt -= 1
-            return stored
+            return stored, None
         claimed = queue_entry(item, entry.shard)
         claimed.attempt -= 1
-        return claimed
+        return claimed, None
 
     def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
         """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when

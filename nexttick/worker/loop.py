@@ -11,13 +11,19 @@ One invocation:
    to the exact instant) when the remaining time allows, by the one invocation that claims the wait
    (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
-   action timeout plus a few seconds), so no run is cut off with the rule on a past minute.
+   action timeout plus a few seconds), so no run is cut off with the rule on a past minute;
+5. invocations running at once share a burst by shard: a claim lost to another invocation means
+   that one is draining the shard, so this one leaves the shard to it for YIELD_SECONDS (its entries
+   are skipped without a write) and then looks again — the other may have finished, or died. When
+   both already hold entries of the shard, the one whose owner id sorts later leaves, so that
+   exactly one of them keeps it.
 """
 
 from __future__ import annotations
 
 import contextvars
 import random
+import threading
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -55,6 +61,7 @@ MAX_DEFER = timedelta(seconds=60)
 MIN_WAIT_SECONDS = 0.05
 MIN_HAND_OVER_WAIT_SECONDS = 1.0
 MAX_CAS_ATTEMPTS = 20
+YIELD_SECONDS = 3.0
 _LOG_KEYS = ("task_id", "scheduled_for", "attempt")
 
 Hook = Callable[[str, QueueEntry], None]
@@ -84,7 +91,7 @@ class RunReport:
 
 @dataclass(frozen=True)
 class _Done:
-    result: str  # succeeded | failed | retrying | skipped | contended | stale | deferred | error
+    result: str  # succeeded | failed | retrying | skipped | contended | yielded | stale | deferred | error
     lateness_ms: float | None = None
 
 
@@ -119,6 +126,10 @@ class Worker:
         self.rng = rng or random.Random()
         self.report = RunReport()
         self.leases = LeaseKeeper(self.store, self.clock, owner, self.lease)
+        self._yielded: dict[int, datetime] = {}  # shard -> until when another invocation drains it
+        self._claimed_in: set[int] = set()  # shards this invocation has claimed an entry of
+        self._in_burst = False  # a pass has had a full pool: more is due than runs at once
+        self._yield_lock = threading.Lock()
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RunReport:
@@ -150,10 +161,40 @@ class Worker:
                 if claim is WaitClaim.MOVED:
                     continue  # the record moved since the re-arm: re-arm before sleeping
                 wait_seconds = (rearm.head - self.prepare - self.clock.now()).total_seconds()
-                self._sleep(wait_seconds if wait_seconds > 0 else MIN_WAIT_SECONDS)
+                if wait_seconds <= 0:
+                    # Already due: held by others (leased), or in shards left to another invocation
+                    # until it has drained them or its yield expires.
+                    wait_seconds = max(MIN_WAIT_SECONDS, self._seconds_until_yield_ends())
+                self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
 
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()
+
+    def _left_to_another(self, shard: int) -> bool:
+        with self._yield_lock:
+            until = self._yielded.get(shard)
+            return until is not None and until > self.clock.now()
+
+    def _lost_claim(self, shard: int, held: QueueEntry | None, now: datetime) -> None:
+        """A claim in `shard` was lost. To another invocation's live lease: leave the shard to it,
+        unless this invocation works the shard too and its owner id sorts first (then the holder
+        leaves). To an entry that is gone — another invocation ran it already, or a task write
+        replaced it — leave the shard only in a burst (a full pool): a lone worker that raced a
+        cancel must not delay the rest of the shard."""
+        holder = held.lease_owner if held is not None and held.leased_at(now) else None
+        if holder == self.owner or (held is not None and holder is None):
+            return  # changed under a task write, or our own resent claim: nobody else is here
+        with self._yield_lock:
+            if holder is None and not self._in_burst:
+                return
+            if holder is None or shard not in self._claimed_in or holder < self.owner:
+                self._yielded[shard] = self.clock.now() + timedelta(seconds=YIELD_SECONDS)
+
+    def _seconds_until_yield_ends(self) -> float:
+        now = self.clock.now()
+        with self._yield_lock:
+            live = [until for until in self._yielded.values() if until > now]
+        return (min(live) - now).total_seconds() if live else 0.0
 
     def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> bool:
         """Submit every claimable entry due by now (and the next `prepare`), at most `pool_size` in
@@ -168,7 +209,10 @@ class Worker:
             ):
                 if entry.leased_at(now):
                     continue  # running elsewhere (or deferred); its lease end is part of the head
+                if self._left_to_another(entry.shard):
+                    continue
                 while len(in_flight) >= pool_size:
+                    self._in_burst = True
                     done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                     self._collect(done)
                 if self.remaining() < self.margin or drain.stopping():
@@ -226,10 +270,15 @@ class Worker:
         claimed: QueueEntry | None = None
         try:
             self.hook("claim", entry)
+            if self._left_to_another(entry.shard):
+                return _Done("yielded")  # another invocation took this shard since the entry was read
             now = self.clock.now()
-            claimed = self.store.claim(entry, now, lease_until=now + self.lease, owner=self.owner)
+            claimed, held = self.store.try_claim(entry, now, lease_until=now + self.lease, owner=self.owner)
             if claimed is None:
+                self._lost_claim(entry.shard, held, now)
                 return _Done("contended")
+            with self._yield_lock:
+                self._claimed_in.add(entry.shard)
             self.leases.hold(claimed)
             self.hook("claimed", claimed)
             return self._process_claimed(claimed, now)
