@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from nexttick.actions.base import Delivery, DeliveryError
@@ -59,72 +60,62 @@ class LambdaAction:
             raise DeliveryError(f"function {self.function} failed ({response['FunctionError']}): {detail}")
 
 
-def _message_fields(delivery: Delivery, group: str | None, *, fifo: bool) -> dict[str, Any]:
-    """What an SQS and an SNS message carry besides the envelope: the idempotency key as an
-    attribute and, for a FIFO target, the group (default: the task) and a deduplication id."""
-    fields: dict[str, Any] = {
-        "MessageAttributes": {
-            "idempotency_key": {"DataType": "String", "StringValue": delivery.idempotency_key}
-        }
-    }
-    if fifo:
-        fields["MessageGroupId"] = group or delivery.task_id
-        fields["MessageDeduplicationId"] = _dedup_id(delivery.idempotency_key)
-    return fields
+class _MessageAction(ABC):
+    """SQS and SNS: one message per delivery carrying the envelope, the idempotency key as an
+    attribute and, for a FIFO target (its name ends in `.fifo`), the group (default: the task) and
+    a deduplication id from the key."""
+
+    kind: ClassVar[str]
+    service: ClassVar[str]
+    target_key: ClassVar[str]
+
+    def __init__(self, name: str, client: Any, target: str, group: str | None) -> None:
+        self.name = name
+        self.client = client
+        self.target = target
+        self.group = group
+        self.fifo = target.endswith(".fifo")
+        self.timeout_seconds = AWS_CALL_TIMEOUT_SECONDS
+
+    @classmethod
+    def build(cls, d: Definition, ctx: BuildContext) -> _MessageAction:
+        return cls(
+            d.name,
+            ctx.client(cls.service),
+            d.text(cls.target_key, required=True),
+            d.optional_text("message_group_id"),
+        )
+
+    def deliver(self, delivery: Delivery) -> None:
+        key = {"DataType": "String", "StringValue": delivery.idempotency_key}
+        fields: dict[str, Any] = {"MessageAttributes": {"idempotency_key": key}}
+        if self.fifo:
+            fields["MessageGroupId"] = self.group or delivery.task_id
+            fields["MessageDeduplicationId"] = _dedup_id(delivery.idempotency_key)
+        self._send(envelope_json(delivery.envelope()), fields)
+
+    @abstractmethod
+    def _send(self, body: str, fields: dict[str, Any]) -> None: ...
 
 
-# ---------------------------------------------------------------------------------------- sqs
-class SqsAction:
+class SqsAction(_MessageAction):
     kind = "sqs"
+    service = "sqs"
+    target_key = "queue_url"
     keys: ClassVar[tuple[str, ...]] = ("queue_url", "message_group_id")
 
-    def __init__(self, name: str, client: Any, queue_url: str, group: str | None) -> None:
-        self.name = name
-        self.client = client
-        self.queue_url = queue_url
-        self.group = group
-        self.fifo = queue_url.endswith(".fifo")
-        self.timeout_seconds = AWS_CALL_TIMEOUT_SECONDS
-
-    @classmethod
-    def build(cls, d: Definition, ctx: BuildContext) -> SqsAction:
-        return cls(
-            d.name, ctx.client("sqs"), d.text("queue_url", required=True), d.optional_text("message_group_id")
-        )
-
-    def deliver(self, delivery: Delivery) -> None:
-        self.client.send_message(
-            QueueUrl=self.queue_url,
-            MessageBody=envelope_json(delivery.envelope()),
-            **_message_fields(delivery, self.group, fifo=self.fifo),
-        )
+    def _send(self, body: str, fields: dict[str, Any]) -> None:
+        self.client.send_message(QueueUrl=self.target, MessageBody=body, **fields)
 
 
-# ---------------------------------------------------------------------------------------- sns
-class SnsAction:
+class SnsAction(_MessageAction):
     kind = "sns"
+    service = "sns"
+    target_key = "topic_arn"
     keys: ClassVar[tuple[str, ...]] = ("topic_arn", "message_group_id")
 
-    def __init__(self, name: str, client: Any, topic_arn: str, group: str | None) -> None:
-        self.name = name
-        self.client = client
-        self.topic_arn = topic_arn
-        self.group = group
-        self.fifo = topic_arn.endswith(".fifo")
-        self.timeout_seconds = AWS_CALL_TIMEOUT_SECONDS
-
-    @classmethod
-    def build(cls, d: Definition, ctx: BuildContext) -> SnsAction:
-        return cls(
-            d.name, ctx.client("sns"), d.text("topic_arn", required=True), d.optional_text("message_group_id")
-        )
-
-    def deliver(self, delivery: Delivery) -> None:
-        self.client.publish(
-            TopicArn=self.topic_arn,
-            Message=envelope_json(delivery.envelope()),
-            **_message_fields(delivery, self.group, fifo=self.fifo),
-        )
+    def _send(self, body: str, fields: dict[str, Any]) -> None:
+        self.client.publish(TopicArn=self.target, Message=body, **fields)
 
 
 # ---------------------------------------------------------------------------------------- eventbridge
