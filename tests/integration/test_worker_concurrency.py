@@ -23,7 +23,9 @@ SHARDS = 16
 
 @pytest.fixture
 def settings() -> NextTickSettings:
-    return NextTickSettings(queue_shards=SHARDS, actions_config=ACTIONS, pool_size=8)
+    # A short lease: an invocation that finishes its shards while another still runs entries waits
+    # for those leases to end (the backstop should their holder die), as it does in production.
+    return NextTickSettings(queue_shards=SHARDS, actions_config=ACTIONS, pool_size=8, lease_seconds=10)
 
 
 @pytest.mark.parametrize("workers", [2, 4])
