@@ -56,7 +56,8 @@ class InfraConfig(BaseModel):
     page_size: config.PageSize = config.DEFAULT_PAGE_SIZE
     lease_seconds: config.LeaseSeconds = config.DEFAULT_LEASE_SECONDS
     retention_days: config.RetentionDays = config.DEFAULT_RETENTION_DAYS
-    # Bounds DynamoDB load from overlapping runs; None = unreserved (account pool).
+    max_invocations: config.MaxInvocations = config.DEFAULT_MAX_INVOCATIONS
+    # Bounds DynamoDB load from overlapping runs and a burst's fan-out; None = unreserved (account pool).
     reserved_concurrency: int | None = Field(default=10, ge=1)
     worker_memory_mb: int = Field(default=512, ge=128, le=10240)
     api_memory_mb: int = Field(default=512, ge=128, le=10240)
@@ -103,6 +104,13 @@ class InfraConfig(BaseModel):
                 raise ValueError(f"actions.{name}.url is not covered by webhook_allowlist")
         return self
 
+    @model_validator(mode="after")
+    def _fan_out_fits(self) -> InfraConfig:
+        # The rule's invocation, its helpers, and one more (a wake or a continuation) run at once.
+        if self.reserved_concurrency is not None and self.max_invocations + 1 > self.reserved_concurrency:
+            raise ValueError("max_invocations must be below reserved_concurrency (a burst and one wake)")
+        return self
+
     @property
     def resource_names(self) -> names.ResourceNames:
         return names.ResourceNames(self.prefix)
@@ -131,6 +139,7 @@ class InfraConfig(BaseModel):
             "NEXTTICK_PAGE_SIZE": str(self.page_size),
             "NEXTTICK_LEASE_SECONDS": str(self.lease_seconds),
             "NEXTTICK_RETENTION_DAYS": str(self.retention_days),
+            "NEXTTICK_MAX_INVOCATIONS": str(self.max_invocations),
             "NEXTTICK_ACTIONS_CONFIG": json.dumps(self.actions, sort_keys=True, separators=(",", ":")),
             "NEXTTICK_WEBHOOK_ALLOWLIST": ",".join(self.webhook_allowlist),
             "POWERTOOLS_SERVICE_NAME": names.SERVICE_NAME,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +13,12 @@ import boto3
 from botocore.config import Config
 
 from nexttick.config import NextTickSettings
-from nexttick.constants import RULE_DESCRIPTION_PREFIX, WORKER_EVENT_SOURCE, WORKER_EVENT_WAKE
+from nexttick.constants import (
+    RULE_DESCRIPTION_PREFIX,
+    WORKER_EVENT_HELP,
+    WORKER_EVENT_SOURCE,
+    WORKER_EVENT_WAKE,
+)
 from nexttick.schedules import rule_expression
 from nexttick.timeutil import format_instant
 
@@ -105,10 +111,19 @@ class LambdaWorkerTrigger:
         self.function_name = function_name
 
     def wake(self, reason: str) -> None:
+        self._invoke({"source": WORKER_EVENT_SOURCE, "action": WORKER_EVENT_WAKE, "reason": reason})
+
+    def help(self, shards: Collection[int], leader: str) -> None:
+        self._invoke(
+            {
+                "source": WORKER_EVENT_SOURCE,
+                "action": WORKER_EVENT_HELP,
+                "shards": sorted(shards),
+                "leader": leader,
+            }
+        )
+
+    def _invoke(self, event: dict[str, Any]) -> None:
         self.client.invoke(
-            FunctionName=self.function_name,
-            InvocationType="Event",
-            Payload=json.dumps(
-                {"source": WORKER_EVENT_SOURCE, "action": WORKER_EVENT_WAKE, "reason": reason}
-            ).encode(),
+            FunctionName=self.function_name, InvocationType="Event", Payload=json.dumps(event).encode()
         )

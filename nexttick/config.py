@@ -28,10 +28,12 @@ LeaseSeconds = Annotated[int, Field(ge=5)]
 PoolSize = Annotated[int, Field(ge=1, le=512)]
 PageSize = Annotated[int, Field(ge=1, le=1000)]
 RetentionDays = Annotated[int, Field(ge=1)]
+MaxInvocations = Annotated[int, Field(ge=1, le=64)]
 DEFAULT_LEASE_SECONDS = 60
 DEFAULT_POOL_SIZE = 32
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_RETENTION_DAYS = 7
+DEFAULT_MAX_INVOCATIONS = 4
 
 
 class NextTickSettings(BaseSettings):
@@ -60,6 +62,9 @@ class NextTickSettings(BaseSettings):
     pool_size: PoolSize = DEFAULT_POOL_SIZE
     page_size: PageSize = DEFAULT_PAGE_SIZE
     retention_days: RetentionDays = DEFAULT_RETENTION_DAYS
+    # Invocations a burst is spread over (the one the rule started and its helpers, each draining
+    # its own group of shards); 1 = no fan-out. Bounded by the worker's reserved concurrency.
+    max_invocations: MaxInvocations = DEFAULT_MAX_INVOCATIONS
     # Deployment-configured actions (JSON object name -> definition), then NEXTTICK_ACTIONS overrides.
     # NoDecode: our validator parses the JSON, so a malformed value gets an error naming the variable.
     actions_config: Annotated[dict[str, dict[str, Any]], NoDecode] = Field(default_factory=dict)

@@ -37,6 +37,8 @@ RULE_DESCRIPTION_PREFIX = "nexttick: next firing"
 WORKER_EVENT_SOURCE = "nexttick"
 WORKER_EVENT_WAKE = "wake"
 WORKER_EVENT_SYNC = "sync"
+# Sent by a worker to the helper invocations it starts for a burst, each with its group of shards.
+WORKER_EVENT_HELP = "help"
 
 # Limits of the public contract (README, "HTTP API"): the API's models declare them (and so the
 # OpenAPI document), the editor library enforces them for callers that never pass the API.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 import boto3
 
@@ -23,12 +25,18 @@ def timing_from(settings: NextTickSettings) -> Timing:
     )
 
 
+class WorkerStarter(WorkerTrigger, Protocol):
+    """The worker's own trigger: a wake, and a helper for a burst (Lambda `InvocationType=Event`)."""
+
+    def help(self, shards: Collection[int], leader: str) -> None: ...
+
+
 @dataclass
 class Runtime:
     settings: NextTickSettings
     store: TaskStore
     rule: EventBridgeRule
-    trigger: WorkerTrigger
+    trigger: WorkerStarter
     rule_sync: RuleSync
     clock: Clock
 

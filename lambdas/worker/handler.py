@@ -9,7 +9,7 @@ from typing import Any
 from nexttick.actions import ActionRegistry, build_registry
 from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
 from nexttick.runtime import Runtime
-from nexttick.worker import Worker, WorkerEvent, classify_event
+from nexttick.worker import Worker, WorkerEvent, classify_event, helper_shards
 
 _lock = threading.Lock()
 _deps: tuple[Runtime, ActionRegistry] | None = None
@@ -56,7 +56,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.info("worker invoked", extra={"event_kind": kind.value, "reason": event.get("reason")})
     if kind is WorkerEvent.SYNC:
         runtime.rule_sync.sync()
+    helping = kind is WorkerEvent.HELP
     worker = Worker(
-        runtime, registry, owner=context.aws_request_id, remaining_ms=context.get_remaining_time_in_millis()
+        runtime,
+        registry,
+        owner=context.aws_request_id,
+        remaining_ms=context.get_remaining_time_in_millis(),
+        shards=helper_shards(event, runtime.store.shards) if helping else None,
+        leader=event.get("leader") if helping else None,
     )
     return {"event": kind.value, **worker.run().to_dict()}

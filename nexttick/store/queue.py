@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -179,13 +179,18 @@ class QueueStore(StoreBase):
             yield queue_entry(item, shard)
 
     def merged_entries(
-        self, *, up_to: datetime | None = None, after_key: str | None = None, page_size: int = 100
+        self,
+        *,
+        up_to: datetime | None = None,
+        after_key: str | None = None,
+        page_size: int = 100,
+        shards: Collection[int] | None = None,
     ) -> Iterator[QueueEntry]:
-        """Entries of all shards in run-time order (as `shard_entries`), merged. The shards' first
-        pages are read in parallel: one round trip of latency instead of one per shard."""
+        """Entries of all shards (or of `shards`) in run-time order (as `shard_entries`), merged. The
+        shards' first pages are read in parallel: one round trip of latency instead of one per shard."""
         streams = [
             self.shard_entries(shard, up_to=up_to, after_key=after_key, page_size=page_size)
-            for shard in range(self.shards)
+            for shard in (range(self.shards) if shards is None else sorted(shards))
         ]
         firsts = list(self._pool.map(lambda stream: next(stream, None), streams))
         primed = [

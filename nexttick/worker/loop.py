@@ -12,11 +12,15 @@ One invocation:
    (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
    action timeout plus a few seconds), so no run is cut off with the rule on a past minute;
-5. invocations running at once share a burst by shard: a claim lost to another invocation means
+5. a burst is spread over invocations: the first pass to fill the pool splits the shards into
+   `max_invocations` groups, keeps the first and starts a helper invocation for each other one
+   (`trigger.help`); each drains only its group, then works like any invocation (re-arm, wait);
+6. invocations running at once share the rest by shard: a claim lost to another invocation means
    that one is draining the shard, so this one leaves the shard to it for YIELD_SECONDS (its entries
-   are skipped without a write) and then looks again — the other may have finished, or died. When
-   both already hold entries of the shard, the one whose owner id sorts later leaves, so that
-   exactly one of them keeps it.
+   are skipped without a write) and then looks again with one claim at a time (a probe) until one
+   succeeds — the other may have finished, or died. A helper leaves its group's shards to nobody
+   but keeps clear of what its leader claimed before splitting; when two invocations both hold
+   entries of a shard, the one whose owner id sorts later leaves, so that exactly one keeps it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import contextvars
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -107,6 +111,8 @@ class Worker:
         remaining_ms: float,
         hook: Hook = _no_hook,
         rng: random.Random | None = None,
+        shards: Collection[int] | None = None,
+        leader: str | None = None,
     ) -> None:
         self.runtime = runtime
         self.store = runtime.store
@@ -126,7 +132,13 @@ class Worker:
         self.rng = rng or random.Random()
         self.report = RunReport()
         self.leases = LeaseKeeper(self.store, self.clock, owner, self.lease)
+        # A helper's group of shards (drained first, then it works like any invocation); None: all.
+        self.group: frozenset[int] | None = frozenset(shards) if shards is not None else None
+        self.leader = leader  # the invocation that started this helper (its claims are left alone)
+        self._fanned_out = shards is not None  # a helper starts no helpers
         self._yielded: dict[int, datetime] = {}  # shard -> until when another invocation drains it
+        self._contested: set[int] = set()  # shards another invocation works: claimed one at a time
+        self._probing: set[int] = set()  # contested shards with a claim in flight
         self._claimed_in: set[int] = set()  # shards this invocation has claimed an entry of
         self._in_burst = False  # a pass has had a full pool: more is due than runs at once
         self._yield_lock = threading.Lock()
@@ -140,6 +152,8 @@ class Worker:
                     return self._hand_off("little time left")
                 if self._pass(pool, pool_size):
                     continue  # more may have become due meanwhile
+                if self.group is not None:
+                    self._leave_group()
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
                 rearm = self.runtime.rule_sync.rearm()
@@ -170,6 +184,53 @@ class Worker:
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()
 
+    def _fan_out(self) -> bool:
+        """Spread a burst: keep one group of shards, start a helper for each other group. True if
+        helpers were started (the caller's pass then ends: the next one reads only its group)."""
+        count = min(self.settings.max_invocations, self.store.shards)
+        if self._fanned_out or count < 2:
+            return False
+        self._fanned_out = True
+        groups = [[s for s in range(self.store.shards) if s % count == i] for i in range(count)]
+        mine = set(groups[0])
+        for group in groups[1:]:
+            try:
+                self.runtime.trigger.help(group, self.owner)
+                self.report.results["helpers"] += 1
+            except Exception:
+                logger.warning("could not start a helper; draining its shards here", exc_info=True)
+                mine.update(group)
+        if len(mine) == self.store.shards:
+            return False
+        self.group = frozenset(mine)
+        logger.info("burst spread over helper invocations", extra={"groups": groups})
+        return True
+
+    def _leave_group(self) -> None:
+        """The group is drained: other groups are their helpers' for a while, then contested."""
+        until = self.clock.now() + timedelta(seconds=YIELD_SECONDS)
+        with self._yield_lock:
+            for shard in range(self.store.shards):
+                if self.group is not None and shard not in self.group:
+                    self._yielded[shard] = until
+                    self._contested.add(shard)
+        self.group = None
+
+    def _takes(self, entry: QueueEntry, now: datetime) -> bool:
+        """Whether this pass submits `entry`: claimable, in this invocation's group (if it has one),
+        in no shard left to another, and not behind a probe of its shard."""
+        if entry.leased_at(now) or (self.group is not None and entry.shard not in self.group):
+            return False
+        with self._yield_lock:
+            until = self._yielded.get(entry.shard)
+            if until is not None and until > self.clock.now():
+                return False
+            if entry.shard in self._contested:
+                if entry.shard in self._probing:
+                    return False  # the next pass takes it, once the probe claimed or yielded
+                self._probing.add(entry.shard)
+        return True
+
     def _left_to_another(self, shard: int) -> bool:
         with self._yield_lock:
             until = self._yielded.get(shard)
@@ -184,11 +245,18 @@ class Worker:
         holder = held.lease_owner if held is not None and held.leased_at(now) else None
         if holder == self.owner or (held is not None and holder is None):
             return  # changed under a task write, or our own resent claim: nobody else is here
+        if self.group is not None and shard in self.group and (holder is None or holder == self.leader):
+            return  # our group: what the leader claimed before splitting, or an entry just completed
         with self._yield_lock:
+            self._contested.add(shard)
             if holder is None and not self._in_burst:
                 return
             if holder is None or shard not in self._claimed_in or holder < self.owner:
                 self._yielded[shard] = self.clock.now() + timedelta(seconds=YIELD_SECONDS)
+
+    def _release_probe(self, shard: int) -> None:
+        with self._yield_lock:
+            self._probing.discard(shard)
 
     def _seconds_until_yield_ends(self) -> float:
         now = self.clock.now()
@@ -205,17 +273,20 @@ class Worker:
         submitted = 0
         with self.leases.renewing():
             for entry in self.store.merged_entries(
-                up_to=now + self.prepare, page_size=self.settings.page_size
+                up_to=now + self.prepare, page_size=self.settings.page_size, shards=self.group
             ):
-                if entry.leased_at(now):
-                    continue  # running elsewhere (or deferred); its lease end is part of the head
-                if self._left_to_another(entry.shard):
-                    continue
-                while len(in_flight) >= pool_size:
+                if not self._takes(entry, now):
+                    continue  # leased elsewhere (its lease end is part of the head), or not ours now
+                if len(in_flight) >= pool_size:
                     self._in_burst = True
+                    if self._fan_out():
+                        self._release_probe(entry.shard)
+                        break  # the next pass reads only this invocation's group
+                while len(in_flight) >= pool_size:
                     done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                     self._collect(done)
                 if self.remaining() < self.margin or drain.stopping():
+                    self._release_probe(entry.shard)
                     break  # out of time, or the process is stopping: finish what is held
                 # The invocation's log context (function, request id) follows the occurrence into the pool.
                 in_flight.add(pool.submit(contextvars.copy_context().run, self._process, entry))
@@ -269,16 +340,9 @@ class Worker:
         )
         claimed: QueueEntry | None = None
         try:
-            self.hook("claim", entry)
-            if self._left_to_another(entry.shard):
-                return _Done("yielded")  # another invocation took this shard since the entry was read
-            now = self.clock.now()
-            claimed, held = self.store.try_claim(entry, now, lease_until=now + self.lease, owner=self.owner)
+            claimed, now, lost = self._claim(entry)
             if claimed is None:
-                self._lost_claim(entry.shard, held, now)
-                return _Done("contended")
-            with self._yield_lock:
-                self._claimed_in.add(entry.shard)
+                return _Done(lost)
             self.leases.hold(claimed)
             self.hook("claimed", claimed)
             return self._process_claimed(claimed, now)
@@ -291,6 +355,25 @@ class Worker:
             if claimed is not None:
                 self.leases.release(claimed)
             logger.thread_safe_remove_keys(_LOG_KEYS)
+
+    def _claim(self, entry: QueueEntry) -> tuple[QueueEntry | None, datetime, str]:
+        """Claim `entry`: the claimed entry, the claim time, and why not when it is not ours. The
+        shard's probe (if this was one) ends here, with the claim's result."""
+        try:
+            self.hook("claim", entry)
+            now = self.clock.now()
+            if self._left_to_another(entry.shard):
+                return None, now, "yielded"  # another invocation took the shard since it was read
+            claimed, held = self.store.try_claim(entry, now, lease_until=now + self.lease, owner=self.owner)
+            if claimed is None:
+                self._lost_claim(entry.shard, held, now)
+                return None, now, "contended"
+            with self._yield_lock:
+                self._claimed_in.add(entry.shard)
+                self._contested.discard(entry.shard)
+            return claimed, now, ""
+        finally:
+            self._release_probe(entry.shard)
 
     def _abandon(self, claimed: QueueEntry, error: str) -> None:
         """Leave the error on the entry, for the claim that finds the attempts exhausted to record."""

@@ -5,7 +5,7 @@ scheduling point, hundreds of randomized schedules. The naive reference synchron
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -64,6 +64,9 @@ def one_schedule(base: Runtime, seed: int, sync_cls: type[RuleSync]) -> tuple[st
         def wake(self, reason: str) -> None:
             wakes.append(reason)
             real_trigger.wake(reason)
+
+        def help(self, shards: Collection[int], leader: str) -> None:
+            raise AssertionError("no burst here")
 
     world = Runtime(base.settings, base.store, base.rule, CountingTrigger(), base.rule_sync, SYSTEM_CLOCK)
     world.rule_sync = sync_cls(base.store, base.rule, world.trigger, base.rule_sync.timing, SYSTEM_CLOCK)

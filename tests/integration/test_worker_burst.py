@@ -16,7 +16,7 @@ import os
 import time
 import tracemalloc
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -54,6 +54,9 @@ class _NoLambda:
     def wake(self, reason: str) -> None:
         self.reasons.append(reason)
 
+    def help(self, shards: Collection[int], leader: str) -> None:
+        raise AssertionError("one invocation measured: no helpers")
+
 
 def _served(settings: NextTickSettings, page_size: int) -> Iterator[Runtime]:
     """The same stack against `moto_server` in another process: tracemalloc then sees the worker
@@ -62,7 +65,12 @@ def _served(settings: NextTickSettings, page_size: int) -> Iterator[Runtime]:
     server = MotoServer()
     try:
         served = settings.model_copy(
-            update={"endpoint_url": server.url, "queue_shards": 4, "page_size": page_size}
+            update={
+                "endpoint_url": server.url,
+                "queue_shards": 4,
+                "page_size": page_size,
+                "max_invocations": 1,
+            }
         )
         rt = Runtime.build(served)
         rt.trigger = rt.rule_sync.trigger = _NoLambda()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from local.options import EMULATOR_CREDENTIALS
@@ -18,10 +19,15 @@ class RecordingTrigger:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.reasons: list[str] = []
+        self.helpers: list[list[int]] = []
 
     def wake(self, reason: str) -> None:
         self.inner.wake(reason)
         self.reasons.append(reason)
+
+    def help(self, shards: Collection[int], leader: str) -> None:
+        self.inner.help(shards, leader)
+        self.helpers.append(sorted(shards))
 
 
 class RecordedRuntime(Runtime):

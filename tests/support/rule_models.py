@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -37,6 +37,14 @@ SOAK = os.environ.get("NEXTTICK_MODEL_SOAK") == "1"
 BASE = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)  # model time 0
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)
+# The model's queue has two shards (a task's shard is a function of its id, as in the store) and a
+# pass that finds this many due entries stands for one that fills the pool: it fans out.
+SHARDS = 2
+FAN_OUT_AT = 2
+
+
+def shard_of(task_id: str) -> int:
+    return sum(map(ord, task_id)) % SHARDS
 
 
 def at(seconds: float) -> datetime:
@@ -470,7 +478,7 @@ class Scenario:
     fired: bool = False  # the armed minute has already fired
     protocol: type[RuleSync] = RuleSync
     crashes: int = 0  # crash budget: how many actors may die (after any of their steps)
-    crashable: tuple[str, ...] = ("editor", "worker", "keeper")  # actor kinds (or names) that may
+    crashable: tuple[str, ...] = ("editor", "worker", "helper", "keeper")  # kinds (or names) that may
     retries: bool = True  # Lambda retries an asynchronous invocation that died (False: the local
     # stack's restart, an event dropped after its last retry)
     ticks: int = 0  # how often time may pass while some actor could still step
@@ -480,6 +488,8 @@ class Scenario:
     orphan_puts: bool = False  # a dead actor's PutRule in flight may still land before time moves
     fresh_entry_keys: bool = True  # every entry write has its own key, and puts only if it is free
     worker_skew: float = 0.0  # seconds the clocks of the workers it starts are ahead (behind)
+    fan_out: bool = False  # a worker that sees FAN_OUT_AT due entries spreads them over two invocations
+    worker: type[ModelWorker] | None = None  # the worker class (a mutant); None: ModelWorker
     late_bound: float = TIMING.clock_skew_seconds  # lateness allowed when nobody crashed
     crash_late_bound: float = 240.0  # ... and when someone did
     max_ops: int = 400  # per actor: more means it spins
@@ -520,6 +530,8 @@ class ClockView:
 
 class StoreView:
     """RuleStateStore plus the few task/queue operations the model's editors and worker make."""
+
+    shards = SHARDS
 
     def __init__(self, replay: Replay) -> None:
         self._call = replay.call
@@ -587,6 +599,9 @@ class TriggerView:
     def wake(self, reason: str) -> None:
         self._call("invoke", reason)
 
+    def help(self, shards: Collection[int], leader: str) -> None:
+        self._call("help", tuple(sorted(shards)), leader)
+
 
 @dataclass(frozen=True)
 class _Settings:
@@ -594,6 +609,7 @@ class _Settings:
     page_size: int = 100
     lease_seconds: int = 60
     retention_days: int = 7
+    max_invocations: int = 1
 
 
 @dataclass(frozen=True)
@@ -602,6 +618,7 @@ class _Registry:
 
 
 SETTINGS = _Settings()
+FAN_OUT_SETTINGS = _Settings(max_invocations=2)
 _RNG = random.Random(0)  # the model's completions draw no jitter; this saves seeding one per replay
 WORKER_SECONDS = 300.0  # the worker Lambda's timeout in the model
 STALE_ENTRY_AGE = timedelta(minutes=5)
@@ -611,13 +628,17 @@ def _runtime(replay: Replay, scenario: Scenario) -> Runtime:
     clock = ClockView(replay)
     store, rule, trigger = StoreView(replay), RuleView(replay), TriggerView(replay)
     sync = scenario.protocol(store, rule, trigger, TIMING, clock)
-    return Runtime(SETTINGS, store, rule, trigger, sync, clock)  # type: ignore[arg-type]
+    settings = FAN_OUT_SETTINGS if scenario.fan_out else SETTINGS
+    return Runtime(settings, store, rule, trigger, sync, clock)  # type: ignore[arg-type]
 
 
 class ModelWorker(Worker):
-    """The real run loop (re-arm, claim the wait, sleep, hand over) over the model queue: a pass
-    claims each due entry (lease + task check in one step), runs it, and completes it. It claims
-    nothing ahead of its instant (`prepare` is zero): claim, read and run are one step here."""
+    """The real run loop (re-arm, claim the wait, sleep, hand over, a burst's fan-out and a helper
+    leaving its group) over the model queue: a pass claims each due entry of the shards it takes
+    (lease + task check in one step), runs it, and completes it. It claims nothing ahead of its
+    instant (`prepare` is zero): claim, read and run are one step here. A lost claim does not make
+    it leave a shard (the model's claim does not name the holder): yields and probes only save
+    writes, and the model checks what runs and when, not what it costs."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -628,9 +649,15 @@ class ModelWorker(Worker):
         now = self.clock.now()
         ran = False
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
-        for key in queue.due_keys(now):
+        keys = queue.due_keys(now)
+        if len(keys) >= FAN_OUT_AT and self._fan_out():
+            return True  # as the real pass: the next one reads only this invocation's group
+        for key in keys:
             if self.remaining() < self.margin:
                 break
+            shard = shard_of(key[1])
+            if (self.group is not None and shard not in self.group) or self._left_to_another(shard):
+                continue
             task_id = queue.claim_entry(key, now, now + self.lease)
             if task_id is None:
                 continue  # contended, stale (deleted) or deferred (a write in flight)
@@ -645,8 +672,18 @@ class ModelWorker(Worker):
 
 
 def worker_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    """A worker invocation; a helper's spec carries its group of shards and its leader."""
     rt = _runtime(replay, scenario)
-    worker = ModelWorker(rt, _Registry(), owner=spec.name, remaining_ms=WORKER_SECONDS * 1000, rng=_RNG)
+    shards, leader = spec.args if spec.args else (None, None)
+    worker = (scenario.worker or ModelWorker)(
+        rt,
+        _Registry(),
+        owner=spec.name,
+        remaining_ms=WORKER_SECONDS * 1000,
+        rng=_RNG,
+        shards=shards,
+        leader=leader,
+    )
     worker.run()
 
 
@@ -784,6 +821,10 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
     if name == "invoke":
         world.spawns += ((now, _worker_spec(world, f"{spec.name}>{position}", retries=2)),)
         return None
+    if name == "help":
+        helper = _worker_spec(world, f"{spec.name}+{position}", retries=2, args=args)
+        world.spawns += ((now, helper),)
+        return None
     return _queue_op(world, spec, name, args)
 
 
@@ -872,16 +913,19 @@ def _leased(entry: EntryItem, now: datetime) -> bool:
     return entry.lease_until is not None and entry.lease_until > now
 
 
-def _worker_spec(world: World, name: str, *, retries: int) -> ActorSpec:
+def _worker_spec(world: World, name: str, *, retries: int, args: tuple[Any, ...] = ()) -> ActorSpec:
+    """A worker invocation (kind `helper` when `args` name a group of shards and a leader)."""
     skew = world.worker_skew
-    retry = _retry_worker(name, retries, skew) if retries else None
-    return ActorSpec(name, "worker", worker_program, (), skew, retry, retry_after=60.0)
+    retry = _retry_worker(name, retries, skew, args) if retries else None
+    kind = "helper" if args else "worker"
+    return ActorSpec(name, kind, worker_program, args, skew, retry, retry_after=60.0)
 
 
-def _retry_worker(name: str, retries: int, skew: float) -> ActorSpec:
+def _retry_worker(name: str, retries: int, skew: float, args: tuple[Any, ...]) -> ActorSpec:
     """Lambda retries an asynchronous invocation that failed (about a minute later)."""
-    again = _retry_worker(name + "'", retries - 1, skew) if retries > 1 else None
-    return ActorSpec(name + "'", "worker", worker_program, (), skew, again, retry_after=60.0)
+    again = _retry_worker(name + "'", retries - 1, skew, args) if retries > 1 else None
+    kind = "helper" if args else "worker"
+    return ActorSpec(name + "'", kind, worker_program, args, skew, again, retry_after=60.0)
 
 
 # ---- exploration
@@ -1261,7 +1305,7 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         return {"jobs": "r"}
     if name == "keeper_done":
         return {"jobs": "w"}
-    return {}  # put_send, invoke, run, sleep_until: private, or appends that commute
+    return {}  # put_send, invoke, help, run, sleep_until: private, or appends that commute
 
 
 def _conflict(a: str, b: str) -> bool:
