@@ -95,6 +95,8 @@ def test_missing_config_file_means_defaults(tmp_path: Path) -> None:
         ({"actions": {"q": {"type": "sqs"}}}, "actions"),
         ({"actions": {"h": {"type": "webhook", "url": "https://evil.example/"}}}, "config"),
         ({"reserved_concurrency": 0}, "reserved_concurrency"),
+        ({"max_invocations": 0}, "max_invocations"),
+        ({"max_invocations": 10, "reserved_concurrency": 10}, "config"),
         ({"unknown": 1}, "unknown"),
     ],
 )
