@@ -16,7 +16,7 @@ from nexttick.actions import ActionRegistry, build_registry
 from nexttick.config import NextTickSettings
 from nexttick.worker import Worker
 from nexttick.worker.loop import RunReport
-from tests.support.aws import RecordedRuntime
+from tests.support.aws import RecordedRuntime, RecordingTrigger
 from tests.support.worker import ACTIONS, RECORDER, make_moto_atomic
 
 BURST = 400
@@ -42,19 +42,16 @@ def load_burst(runtime: RecordedRuntime) -> list[str]:
     return ids
 
 
-class ThreadHelpers:
+class ThreadHelpers(RecordingTrigger):
     """The worker's trigger with Lambda's asynchronous invoke played by a thread: a helper starts at
     once and runs beside its leader, as concurrent invocations do. Wakes go to the real trigger."""
 
     def __init__(self, runtime: RecordedRuntime, registry: ActionRegistry) -> None:
-        self.inner = runtime.trigger
+        super().__init__(runtime.trigger.inner)
         self.runtime = runtime
         self.registry = registry
         self.threads: list[threading.Thread] = []
         self.reports: list[RunReport] = []
-
-    def wake(self, reason: str) -> None:
-        self.inner.wake(reason)
 
     def help(self, shards: Collection[int], leader: str) -> None:
         def invocation() -> None:
@@ -99,9 +96,7 @@ def test_a_burst_fans_out_over_helpers_that_each_drain_their_own_shards(
     # And with disjoint groups there are (almost) no claim fights: at most 0.05 lost claims per fire
     contended = sum(r.results["contended"] for r in reports)
     assert contended <= 0.05 * BURST, shown
-    print(
-        f"\nfan-out to {invocations}, {BURST} tasks: {contended} lost claims, {contended / BURST:.3f}/fire"
-    )
+    print(f"\nfan-out to {invocations}, {BURST} tasks: {contended} lost claims, {contended / BURST:.3f}/fire")
 
 
 @pytest.mark.parametrize("workers", [2, 4])
