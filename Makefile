@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench fuzz clean bootstrap
+.PHONY: help venv run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench bench-quick fuzz clean bootstrap
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -51,8 +51,12 @@ fmt: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: $(STAMP) ## benchmarks side by side with the baselines, written to bench/
+bench: $(STAMP) ## benchmarks side by side with the baselines: bench/REPORT.md, results.json, plots/
 	$(PY) -m bench.run
+
+# The same code at small sizes, into bench/quick/ (the full run's files stay); make test runs it too.
+bench-quick: $(STAMP) ## benchmarks at small sizes (a smoke run), written to bench/quick/
+	$(PY) -m bench.run --quick
 
 # Editors, workers and the keeper against moto under random crashes and faults, then every invariant
 # at rest; figures to stdout and to the Soak section of docs/reliability.md. A 60 s run is in make test.

@@ -41,13 +41,13 @@ def _host_dependencies() -> Path:
     key = hashlib.sha256(requirements.read_bytes() + sys.version.encode()).hexdigest()[:16]
     target = PROJECT_ROOT / names.BUILD_DIR / "bench-deps" / key
     if not target.is_dir():
-        work = Path(tempfile.mkdtemp(dir=target.parent.parent))
+        target.parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no build directory
+        work = Path(tempfile.mkdtemp(dir=target.parent))
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
              "--no-compile", "--target", str(work), "-r", str(requirements)],
             check=True,
         )  # fmt: skip
-        target.parent.mkdir(parents=True, exist_ok=True)
         work.rename(target)
     return target
 

@@ -23,18 +23,42 @@ ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "target": "bench.a
 
 @contextlib.contextmanager
 def emulated_aws(**overrides: Any) -> Iterator[Runtime]:
-    """moto in-process with the table, the rule and a worker function; yields a Runtime."""
+    """moto in-process with the table, the rule and a worker function; yields a Runtime. One
+    invocation per measurement (no fan-out: its helpers would need the function to run)."""
     os.environ.update(
         EMULATOR_CREDENTIALS,
         AWS_DEFAULT_REGION="us-east-1",
         AWS_REGION="us-east-1",
         POWERTOOLS_METRICS_NAMESPACE="nexttick",
         POWERTOOLS_LOG_LEVEL="WARNING",
+        POWERTOOLS_METRICS_DISABLED="true",  # counts and units are measured here, not metrics
     )
     with mock_aws(config={"lambda": {"use_docker": False}}):
-        settings = NextTickSettings(actions_config=ACTIONS, **overrides)
+        settings = NextTickSettings(actions_config=ACTIONS, **{"max_invocations": 1, **overrides})
         create_resources(settings)
         yield Runtime.build(settings)
+
+
+# The process environment of a bench run against an emulator (fake credentials, one region, quiet logs).
+EMULATOR_ENV = {
+    **EMULATOR_CREDENTIALS,
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    "POWERTOOLS_METRICS_NAMESPACE": "nexttick",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
+
+
+def served_runtime(endpoint_url: str, **overrides: Any) -> Runtime:
+    """A Runtime on an emulator served at `endpoint_url` by another process (the bench's DynamoDB
+    stand-in, bench/standin.py), with the table and the epoch rule created as `create_resources`
+    creates them. No worker function: the stand-in answers Lambda invokes itself."""
+    os.environ.update(EMULATOR_ENV)
+    settings = NextTickSettings(actions_config=ACTIONS, endpoint_url=endpoint_url, **overrides)
+    runtime = Runtime.build(settings)
+    runtime.store.create_table()
+    runtime.rule.put(None)
+    return runtime
 
 
 def pending_once(

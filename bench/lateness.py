@@ -27,8 +27,10 @@ from bench.localstack import (
     stack_environment,
 )
 
-LEAD_SECONDS = 150.0  # the earliest task is this far ahead: its minute is armed, not invoked
-IDLE_SECONDS = 20
+# The earliest task is this far ahead: its minute is armed, not invoked (quick: a shorter lead that
+# still arms a minute).
+LEAD_SECONDS = {False: 150.0, True: 75.0}
+IDLE_SECONDS = {False: 20, True: 5}
 
 
 def _start(precision: str, root: Path) -> tuple[LocalStackProcess, Receiver]:
@@ -41,9 +43,9 @@ def _start(precision: str, root: Path) -> tuple[LocalStackProcess, Receiver]:
     return LocalStackProcess(state, env, root / f"{precision}.log").start(), receiver
 
 
-def _idle_cpu(stack: LocalStackProcess) -> float:
+def _idle_cpu(stack: LocalStackProcess, seconds: float) -> float:
     before, started = cpu_seconds(stack.pid), time.monotonic()
-    time.sleep(IDLE_SECONDS)
+    time.sleep(seconds)
     return (cpu_seconds(stack.pid) - before) / (time.monotonic() - started)
 
 
@@ -59,6 +61,7 @@ def _figures(receiver: Receiver, prefix: str) -> dict[str, Any]:
         "p90_s": round(percentile(lateness, 90), 3),
         "p99_s": round(percentile(lateness, 99), 3),
         "max_s": round(lateness[-1], 3),
+        "samples_s": [round(x, 4) for x in lateness],
     }
 
 
@@ -71,23 +74,24 @@ def _arrived(receiver: Receiver, prefix: str, count: int, timeout: float) -> Non
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    tasks, span, burst = (40, 120.0, 100) if quick else (200, 300.0, 1000)
+    tasks, span, burst = (20, 30.0, 30) if quick else (200, 300.0, 1000)
+    lead = LEAD_SECONDS[quick]
     rng = random.Random(11)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         stacks = {p: _start(p, root) for p in ("second", "minute")}
         try:
-            idle = {p: round(100 * _idle_cpu(s), 3) for p, (s, _) in stacks.items()}
-            t0 = time.time() + LEAD_SECONDS
+            idle = {p: round(100 * _idle_cpu(s, IDLE_SECONDS[quick]), 3) for p, (s, _) in stacks.items()}
+            t0 = time.time() + lead
             dues = sorted(t0 + rng.uniform(0, span) for _ in range(tasks))
             for i, due in enumerate(dues):
                 for stack, _ in stacks.values():
                     stack.post({"action": "hook", "due": rfc3339(due), "id": f"spread-{i}"})
             results: dict[str, Any] = {
-                "schedule": f"{tasks} tasks over {span:.0f} s, the first {LEAD_SECONDS:.0f} s ahead",
+                "schedule": f"{tasks} tasks over {span:.0f} s, the first {lead:.0f} s ahead",
                 "idle_cpu_percent_of_a_core": idle,
             }
-            wait = LEAD_SECONDS + span + 120
+            wait = lead + span + 120
             for precision, (_, receiver) in stacks.items():
                 _arrived(receiver, "spread-", tasks, wait)
                 results[precision] = _figures(receiver, "spread-")

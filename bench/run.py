@@ -1,8 +1,10 @@
-"""Run the benchmarks side by side with their baselines and write bench/results.{json,md}.
+"""Run the benchmarks side by side with their baselines; write results.json, REPORT.md and plots/.
 
-make bench                      # everything (takes several minutes)
-python -m bench.run --quick     # smaller sizes, for a smoke run
+make bench                      # everything, into bench/ (takes ~20 minutes on 2 cores)
+make bench-quick                # python -m bench.run --quick: small sizes, into bench/quick/
 python -m bench.run --only burst,lifecycle   # these sections; the others keep their latest figures
+python -m bench.run --quick --out /tmp/b     # anywhere else (the e2e test writes to a temp dir)
+python -m bench.run --render-only            # measure nothing: results.json's keys, REPORT.md, plots anew
 """
 
 from __future__ import annotations
@@ -12,56 +14,141 @@ import json
 import os
 import platform
 import sys
+import time
+import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import backlog, burst, cold_start, keeper, lateness, lifecycle, report, startup
+from bench import (
+    backlog,
+    burst,
+    cold_start,
+    fanout,
+    keeper,
+    latency,
+    lateness,
+    lifecycle,
+    listing,
+    localload,
+    report,
+    startup,
+)
 
-SECTIONS = ("backlog", "lifecycle", "burst", "lateness", "startup", "keeper", "cold_start")
-OUT = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parent
+QUICK_OUT = BENCH / "quick"
+# In the order they run; each one's figures are results.json's detail.<section>.
+RUNNERS: dict[str, Callable[[bool], Any]] = {
+    "backlog": lambda quick: backlog.run((1_000, 10_000) if quick else (1_000, 10_000, 100_000)),
+    "lifecycle": lifecycle.run,
+    "burst": burst.run,
+    "fanout": fanout.run,
+    "lateness": lateness.run,
+    "listing": listing.run,
+    "local_load": localload.run,
+    "startup": startup.run,
+    "keeper": keeper.run,
+    "cold_start": lambda quick: cold_start.run(),
+}
+SECTIONS = tuple(RUNNERS)
+
+
+def latency_model() -> dict[str, Any]:
+    """The latency model (bench/latency.py): op -> ms, and its docstring as the figures' basis."""
+    return {"ms": dict(latency.LATENCY_MS), "basis": latency.__doc__ or ""}
+
+
+def machine() -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "system": platform.system(),
+        "os": platform.platform(terse=True),
+    }
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        facts["cpu_model"] = next(
+            line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")
+        )
+        meminfo = Path("/proc/meminfo").read_text().split()
+        facts["memory_gb"] = round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1)
+    except (OSError, StopIteration, ValueError):
+        pass
+    return facts
+
+
+def previous_detail(previous: dict[str, Any]) -> dict[str, Any]:
+    """Each section's figures from an earlier results.json (also from the layout before `detail`,
+    when the sections' figures were its top-level keys)."""
+    if "detail" in previous:
+        return {s: v for s, v in previous["detail"].items() if s in SECTIONS}
+    return {s: previous[s] for s in SECTIONS if s in previous}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (smoke run), into bench/quick/")
     parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    parser.add_argument(
+        "--out", type=Path, help="directory for the results (default bench/, or bench/quick/)"
+    )
+    parser.add_argument(
+        "--render-only", action="store_true", help="measure nothing: render the figures there"
+    )
     args = parser.parse_args(argv)
-    chosen = [s for s in args.only.split(",") if s]
-    suffix = "-quick" if args.quick else ""
-    path = OUT / f"results{suffix}.json"
+    chosen = [] if args.render_only else [s for s in args.only.split(",") if s]
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    out: Path = args.out or (QUICK_OUT if args.quick else BENCH)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / report.RESULTS_FILE
     # A run of some sections keeps the others' latest figures (each section says when it ran).
     previous = json.loads(path.read_text()) if path.exists() else {}
-    results: dict[str, Any] = {section: previous[section] for section in SECTIONS if section in previous}
+    detail = previous_detail(previous)
+    measured = {s: previous.get("measured", {}).get(s, previous.get("date", "")) for s in detail}
+    failures: dict[str, str] = {}
     date = datetime.now(UTC).isoformat(timespec="seconds")
-    results.update(
-        command="python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
-        date=date,
-        machine={"python": platform.python_version(), "cpus": os.cpu_count(), "system": platform.system()},
-        measured={
-            **{s: previous.get("date", "") for s in results if s in SECTIONS},
-            **previous.get("measured", {}),
-            **dict.fromkeys(chosen, date),
-        },
-    )
-    if "backlog" in chosen:
-        results["backlog"] = backlog.run((1_000, 10_000) if args.quick else (1_000, 10_000, 100_000))
-    if "lifecycle" in chosen:
-        results["lifecycle"] = lifecycle.run(args.quick)
-    if "burst" in chosen:
-        results["burst"] = burst.run(args.quick)
-    if "lateness" in chosen:
-        results["lateness"] = lateness.run(args.quick)
-    if "startup" in chosen:
-        results["startup"] = startup.run(args.quick)
-    if "keeper" in chosen:
-        results["keeper"] = keeper.run(args.quick)
-    if "cold_start" in chosen:
-        results["cold_start"] = cold_start.run()
+    command = " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])
+    quick, facts = args.quick, machine()
+    if args.render_only:  # the figures' own run, not this rendering
+        command, date = previous.get("command", command), previous.get("date", date)
+        quick, facts = previous.get("quick", quick), previous.get("machine", facts)
+    failed = False
+    durations = {s: v for s, v in previous.get("run_seconds", {}).items() if s in detail}
+    for section in SECTIONS:
+        if section not in chosen:
+            continue
+        print(f"bench: {section} …", file=sys.stderr, flush=True)
+        began = time.monotonic()
+        try:
+            figures = RUNNERS[section](args.quick)
+        except Exception as error:  # the other sections' figures are still written; exit 1
+            traceback.print_exc()
+            failed = True
+            failures[section] = f"its latest run failed ({type(error).__name__}: {error})"
+            print(f"bench: {section} failed: {failures[section]}", file=sys.stderr, flush=True)
+            continue
+        durations[section] = round(time.monotonic() - began, 1)
+        print(f"bench: {section} took {durations[section]} s", file=sys.stderr, flush=True)
+        detail[section], measured[section] = figures, date
+    results: dict[str, Any] = {
+        **report.derive(detail),
+        "command": command,
+        "date": date,
+        "quick": quick,
+        "machine": facts,
+        "measured": measured,
+        "run_seconds": durations,
+        "failed": failures,
+        "latency_model": latency_model(),
+        "detail": detail,
+    }
+    report_path = report.write(results, out)  # adds results["plots"]
     path.write_text(json.dumps(results, indent=2) + "\n")
-    (OUT / f"results{suffix}.md").write_text(report.render(results))
-    print(report.render(results))
-    return 0
+    print(f"bench: wrote {path}, {report_path} and {len(results['plots'])} plot(s)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

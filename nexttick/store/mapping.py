@@ -4,6 +4,7 @@ needs no code here (tests/unit/test_store_mapping.py holds the two in step)."""
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from dataclasses import MISSING, Field, fields, is_dataclass
@@ -37,11 +38,17 @@ def _stored(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A record class's resolved field types (resolving them costs more than the rest of a read)."""
+    return typing.get_type_hints(cls)
+
+
 def _read(cls: type[T], source: Any, stored_as: dict[str, str]) -> T:
     """An instance of dataclass `cls` from the attributes of `source`, each converted to its field's
     type (DynamoDB numbers come back as int or float whatever was written; a missing attribute
     takes the field's default)."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     values = {
         f.name: _convert(hints[f.name], getattr(source, stored_as.get(f.name, f.name)), f)
         for f in fields(cls)  # type: ignore[arg-type]

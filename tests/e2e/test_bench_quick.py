@@ -1,0 +1,58 @@
+"""`make bench-quick` cannot rot: `python -m bench.run --quick` runs as `make bench` runs it (a
+subprocess, the real sections at small sizes) into a temporary directory, and writes results.json
+with every key of the performance issue, REPORT.md, and the plots of the sections it ran.
+
+Only the sections in QUICK_SECTIONS run here, to keep `make test` short; the others (lateness and
+the local-stack sections take minutes even when small) run with `make bench-quick`. Every plot and
+report section is also drawn from made-up results in tests/unit/test_bench_report.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+QUICK_SECTIONS = ("backlog",)
+ISSUE_KEYS = {"backlog", "lateness", "burst", "fanout", "cost", "local_load", "cold_start", "idle"}
+
+pytestmark = [pytest.mark.xdist_group("bench-quick"), pytest.mark.slow]
+
+
+def test_bench_quick_writes_results_report_and_plots(tmp_path: Path) -> None:
+    # Given an empty output directory
+    out = tmp_path / "bench"
+    # When the quick bench runs some sections into it
+    command = [
+        sys.executable,
+        "-m",
+        "bench.run",
+        "--quick",
+        "--only",
+        ",".join(QUICK_SECTIONS),
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    # Then results.json holds every issue key, those sections' figures in full
+    results = json.loads((out / "results.json").read_text())
+    assert set(results) >= ISSUE_KEYS
+    assert [row["pending"] for row in results["backlog"]] == [1_000, 10_000]
+    assert all(row["ours_items_per_run"] < row["baseline_items_per_run"] for row in results["backlog"])
+    assert set(results["detail"]) == set(QUICK_SECTIONS) and results["quick"] is True
+    # And the sections not run are null, and the report says so
+    assert results["idle"]["cpu_percent"] is None and results["fanout"]["rows"] == []
+    assert all(value is None for value in results["cost"].values())
+    report = (out / "REPORT.md").read_text()
+    assert "## Headline: targets against measurements" in report
+    for section in QUICK_SECTIONS:
+        assert f"Command: `python -m bench.run --quick --only {section}`" in report
+    assert "Section `lateness`: not run for these results" in report.split("## Not measured, and why")[1]
+    # And the backlog plot is a PNG beside the report, linked from it
+    assert results["plots"] == {"backlog": "plots/backlog.png"}
+    assert (out / "plots" / "backlog.png").read_bytes().startswith(b"\x89PNG")
+    assert "](plots/backlog.png)" in report

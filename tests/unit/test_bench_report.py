@@ -1,0 +1,300 @@
+"""bench/report.py and bench/plots.py: results.json's keys derived from each section's figures,
+the headline's verdicts, the report's "not measured" list, and the plots drawn from results alone."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import plots, report
+
+ISSUE_KEYS = {
+    "backlog": None,
+    "lateness": {"second", "minute", "burst"},
+    "burst": {"tasks", "latency_model_ms", "sequential_s", "pooled_s", "speedup", "peak_rss_mb"},
+    "fanout": {"tasks", "rows", "efficiency_at_4", "projected_aws_fires_per_s"},
+    "cost": {
+        "wru_per_task",
+        "rru_per_task",
+        "rru_per_task_sparse",
+        "putrule_per_task",
+        "usd_per_million_on_demand",
+        "usd_per_million_provisioned",
+    },
+    "local_load": {"clients", "operations", "api_p99_s", "lateness_p99_s", "errors", "list_page_s"},
+    "cold_start": {"asset_mb", "import_ms_p50"},
+    "idle": {"cpu_percent"},
+}
+
+
+def _lifecycle() -> dict[str, Any]:
+    def row(
+        tasks: int, per_run: int, wru: float, rru: float, ddb: float, prov: float, lam: float
+    ) -> dict[str, Any]:
+        return {
+            "tasks": tasks,
+            "tasks_per_run": per_run,
+            "wru_total": wru,
+            "rru_total": rru,
+            "usd_per_million_dynamodb": ddb,
+            "usd_per_million_dynamodb_provisioned": prov,
+            "usd_per_million_lambda_second_mode": lam,
+        }
+
+    return {
+        "lifecycle": [
+            row(1000, 1000, 5.0, 2.12, 3.39, 1.4, 0.47),
+            row(100, 1, 7.02, 67.0, 12.76, 5.27, 466.87),
+        ],
+        "putrule": [
+            {"tasks": 1000, "order": "random", "putrule_calls": 8, "per_task": 0.008},
+            {"tasks": 1000, "order": "descending", "putrule_calls": 51, "per_task": 0.051},
+        ],
+        "prices": {
+            "eventbridge_scheduler_per_million": 1.0,
+            "worker_architecture": "arm64",
+            "worker_memory_gb": 0.5,
+        },
+    }
+
+
+def _lateness(samples: bool) -> dict[str, Any]:
+    def mode(p99: float, max_s: float) -> dict[str, Any]:
+        figures: dict[str, Any] = {
+            "n": 4,
+            "duplicates": 0,
+            "early": 1,
+            "p50_s": 0.002,
+            "p90_s": 0.01,
+            "p99_s": p99,
+            "max_s": max_s,
+        }
+        if samples:
+            figures[plots.SAMPLES_KEY] = [-0.01, 0.002, 0.01, max_s]
+        return figures
+
+    return {
+        "schedule": "4 tasks over 10 s",
+        "idle_cpu_percent_of_a_core": {"second": 0.15, "minute": 0.4},
+        "second": mode(0.1, 0.12),
+        "minute": mode(12.0, 17.0),
+        "burst": {"tasks": 100, "first_s": 0.3, "last_s": 2.0},
+    }
+
+
+def _detail(samples: bool = True) -> dict[str, Any]:
+    return {
+        "backlog": [
+            {
+                "pending": n,
+                "due_now": 10,
+                "items_per_add": 2,
+                "items_per_run": 55,
+                "poc_items_per_add": n,
+                "poc_items_per_run": n,
+                "reduction_add": n / 2,
+                "reduction_run": n / 55,
+            }
+            for n in (1_000, 10_000, 100_000)
+        ],
+        "lifecycle": _lifecycle(),
+        "burst": {
+            "tasks": 5000,
+            "latency_model_ms": {"GetItem": 4.0, "Query": 6.0},
+            "backend": "moto_server",
+            "sequential_s": 300.0,
+            "pooled_s": 12.0,
+            "speedup": 25.0,
+            "pool_size": 32,
+            "peak_rss_mb": {"1000": 80.0, "5000": 84.0},
+            "raw": {"backend": "moto in-process", "sequential_s": 100.0, "pooled_s": 60.0, "speedup": 1.7},
+        },
+        "fanout": {
+            "tasks": 2000,
+            "backend": "stand-in",
+            "rows": [
+                {
+                    "invocations": n,
+                    "drain_s": 40.0 / n,
+                    "fires_per_s": 50.0 * n,
+                    "conflicts_per_fire": 0.1,
+                    "duplicates": 0,
+                    "lost": 0,
+                }
+                for n in (1, 2, 4)
+            ],
+            "efficiency_at_4": 0.9,
+            "projected_aws_fires_per_s": 400.0,
+            "projection": {"shards": 16},
+            "io_bound": {
+                "tasks": 100,
+                "pool_size": 2,
+                "rows": [{"invocations": n, "drain_s": 10.0 / n, "duplicates": 0} for n in (1, 2, 4)],
+                "efficiency_at_4": 0.95,
+            },
+        },
+        "lateness": _lateness(samples),
+        "listing": {
+            "list_page_s": {"0": 0.01, "1000": 0.02, "100000": 0.02},
+            "items_read_per_page": {"0": 0, "1000": 55, "100000": 55},
+            "items_read_bound": 56,
+            "limit": 20,
+        },
+        "local_load": {
+            "clients": 20,
+            "operations": 100,
+            "api_p50_s": 0.01,
+            "api_p99_s": 0.2,
+            "api_max_s": 0.4,
+            "errors": 0,
+            "lateness_p50_s": 0.01,
+            "lateness_p99_s": 0.3,
+            "tasks_fired": 900,
+            "backend": "local stack",
+        },
+        "cold_start": {
+            "asset_mb": 37.3,
+            "import_ms_p50": {"worker": {"source_only": 638.4, "bytecode": 261.6}},
+        },
+    }
+
+
+def _results(detail: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **report.derive(detail),
+        "command": "python -m bench.run",
+        "date": "2026-11-24T12:00:00+00:00",
+        "quick": False,
+        "machine": {"python": "3.11.7", "cpus": 2, "system": "Linux"},
+        "measured": dict.fromkeys(detail, "2026-11-24T12:00:00+00:00"),
+        "failed": {},
+        "latency_model": {"ms": {"GetItem": 4.0}, "basis": "Measured round trips."},
+        "detail": detail,
+    }
+
+
+def test_derive_gives_every_issue_key_with_its_exact_inner_keys() -> None:
+    # Given every section's figures / When deriving results.json's keys
+    derived = report.derive(_detail())
+    # Then each issue key is there with exactly its inner keys
+    assert set(derived) == set(ISSUE_KEYS)
+    for key, inner in ISSUE_KEYS.items():
+        if inner is not None:
+            assert set(derived[key]) == inner, key
+    assert set(derived["backlog"][0]) == {
+        "pending",
+        "ours_items_per_run",
+        "baseline_items_per_run",
+        "ours_items_per_create",
+        "baseline_items_per_create",
+    }
+    assert set(derived["lateness"]["second"]) == {"n", "p50_s", "p99_s", "max_s", "early"}
+    assert set(derived["lateness"]["burst"]) == {"tasks", "first_s", "last_s"}
+    assert set(derived["fanout"]["rows"][0]) == {
+        "invocations",
+        "drain_s",
+        "fires_per_s",
+        "conflicts_per_fire",
+        "duplicates",
+    }
+
+
+def test_derive_takes_cost_from_the_dense_and_sparse_lifecycles_all_in() -> None:
+    cost = report.derive(_detail())["cost"]
+    # Dense: one run for the 1,000 tasks; sparse: a run per task; PutRule: creates in random order.
+    assert (cost["wru_per_task"], cost["rru_per_task"], cost["rru_per_task_sparse"]) == (5.0, 2.12, 67.0)
+    assert cost["putrule_per_task"] == 0.008
+    # All-in: DynamoDB + the worker Lambda + EventBridge (which bills the rule nothing).
+    assert cost["usd_per_million_on_demand"] == round(3.39 + 0.47, 2)
+    assert cost["usd_per_million_provisioned"] == round(1.4 + 0.47, 2)
+
+
+def test_derive_of_nothing_is_every_key_null() -> None:
+    derived = report.derive({})
+    assert derived["backlog"] == [] and derived["fanout"]["rows"] == []
+    assert derived["idle"] == {"cpu_percent": None}
+    assert all(v is None for v in derived["cost"].values())
+    assert all(v is None for v in derived["local_load"].values())
+
+
+def test_derive_reads_the_older_burst_shape() -> None:
+    old = {
+        "sequential": {"tasks": 1000, "pool_size": 1, "seconds": 115.0},
+        "pooled": [
+            {"tasks": 1000, "pool_size": 32, "seconds": 65.0},
+            {"tasks": 5000, "pool_size": 32, "seconds": 331.0},
+        ],
+        "speedup": 1.7,
+    }
+    burst = report.derive({"burst": old})["burst"]
+    assert burst == {
+        "tasks": 1000,
+        "latency_model_ms": None,
+        "sequential_s": 115.0,
+        "pooled_s": 65.0,
+        "speedup": 1.7,
+        "peak_rss_mb": None,
+    }
+
+
+def test_idle_is_the_busier_precision_and_local_load_joins_listing() -> None:
+    derived = report.derive(_detail())
+    assert derived["idle"]["cpu_percent"] == 0.4
+    assert derived["local_load"]["list_page_s"] == {"0": 0.01, "1000": 0.02, "100000": 0.02}
+    assert derived["local_load"]["api_p99_s"] == 0.2 and derived["local_load"]["errors"] == 0
+
+
+def test_headline_verdicts() -> None:
+    rows = {row["what"]: row["status"] for row in report.headline(_results(_detail()))}
+    assert rows["items read per worker run against backlog 1e3 → 1e5 pending"] == report.MET
+    assert rows["lateness (start - due), local stack, default EventBridge emulation"] == report.MET
+    assert rows["burst: 5,000 tasks due at one instant, 50 ms I/O action"] == report.MET
+    assert rows["burst: worker peak RSS growth during the run against burst size"] == report.MET
+    assert rows["DynamoDB units per one-shot task lifecycle (dense)"] == report.NOT_MET  # 5 WRU > 4
+    assert rows["idle local stack CPU (the busier of the two precisions)"] == report.MET
+
+
+def test_headline_says_not_measured_below_the_target_size() -> None:
+    detail = _detail()
+    detail["backlog"] = detail["backlog"][:2]  # a quick run stops at 10,000 pending
+    rows = {row["what"]: row["status"] for row in report.headline(_results(detail))}
+    assert rows["items read per worker run against backlog 1e3 → 1e5 pending"] == report.NOT_MEASURED
+
+
+def test_report_names_each_command_backend_and_what_was_not_measured(tmp_path: Path) -> None:
+    detail = _detail(samples=False)
+    del detail["listing"], detail["local_load"]
+    results = _results(detail)
+    results["failed"] = {"listing": "its latest run failed (RuntimeError: boom)"}
+    text = report.write(results, tmp_path).read_text()
+    for section in ("backlog", "lifecycle", "burst", "fanout", "lateness", "cold_start"):
+        assert f"Command: `python -m bench.run --only {section}`" in text
+    assert "Backend: moto_server." in text and "Backend: stand-in." in text
+    assert "| GetItem | 4 |" in text and "Measured round trips." in text
+    not_measured = text.split("## Not measured, and why")[1]
+    assert "Section `listing`: its latest run failed (RuntimeError: boom)" in not_measured
+    assert "Section `local_load`: not run for these results" in not_measured
+    assert "records percentiles only" in not_measured
+
+
+@pytest.mark.parametrize("samples", [True, False])
+def test_plots_are_drawn_from_the_results_alone(tmp_path: Path, samples: bool) -> None:
+    results = _results(_detail(samples))
+    written = plots.write_all(copy.deepcopy(results), tmp_path / "a")
+    again = plots.write_all(copy.deepcopy(results), tmp_path / "b")
+    assert set(written) == {"lateness", "backlog", "fanout"}
+    for name, rel in written.items():
+        first, second = (tmp_path / "a" / rel).read_bytes(), (tmp_path / "b" / again[name]).read_bytes()
+        assert first.startswith(b"\x89PNG") and first == second, name
+
+
+def test_a_figure_without_its_data_is_not_drawn_and_a_stale_one_goes(tmp_path: Path) -> None:
+    plots.write_all(_results(_detail()), tmp_path)
+    detail = _detail()
+    del detail["fanout"]
+    written = plots.write_all(_results(detail), tmp_path)
+    assert "fanout" not in written
+    assert not (tmp_path / plots.PLOTS_DIR / "fanout.png").exists()
