@@ -63,7 +63,7 @@ class InfraConfig(BaseModel):
     api_memory_mb: int = Field(default=512, ge=128, le=10240)
     architecture: Literal["arm64", "x86_64"] = "arm64"
     # The table's capacity: on demand, or provisioned with target-tracking auto scaling of reads and
-    # writes between the ranges below (cheaper at a steady load: bench/results.md, cost section).
+    # writes between the ranges below (cheaper at a steady load: bench/REPORT.md, cost section).
     capacity: Literal["on_demand", "provisioned"] = "on_demand"
     read_capacity: CapacityRange = CapacityRange(min=5, max=500)
     write_capacity: CapacityRange = CapacityRange(min=5, max=500)
