@@ -13,7 +13,7 @@ Each figure names its backend:
 
 One invocation drains the burst (`max_invocations=1`: no helper invocations), with
 `pool_size=1` (sequential) and 32 (the default); when 32 falls short of 20x, also 64, and the
-faster of the two is reported (not in quick mode, which runs 100 tasks and peaks at 100 and 500).
+faster of the two is reported (not in quick mode, which runs 50 tasks and peaks at 50 and 200).
 
 Peak memory: how much the worker process's peak RSS grows during the run above its RSS when the run
 starts (after imports, client set-up and one warm-up read): the peak is reset just before the run
@@ -53,8 +53,8 @@ from nexttick.config import NextTickSettings
 from nexttick.runtime import Runtime
 from nexttick.worker import Worker
 
-TASKS = {False: 1000, True: 100}  # by `quick`
-PEAK_SIZES = {False: (1000, 5000), True: (100, 500)}
+TASKS = {False: 1000, True: 50}  # by `quick`
+PEAK_SIZES = {False: (1000, 5000), True: (50, 200)}
 POOL_SIZE = 32
 WIDER_POOL_SIZE = 64
 TARGET_SPEEDUP = 20.0

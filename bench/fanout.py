@@ -224,10 +224,10 @@ def run(quick: bool) -> dict[str, Any]:
     this 2-core machine (so more invocations cannot scale here: the machine is the limit), and a
     pool of 2, where each invocation waits on I/O and the series shows how the fan-out itself
     scales while the machine has CPU to spare."""
-    tasks = 200 if quick else 10_000
+    tasks = 100 if quick else 10_000
     counts = (1, 2) if quick else (1, 2, 4, 8)
     rows = [drain(tasks, n) for n in counts]
-    small_tasks = 40 if quick else 2_000
+    small_tasks = 20 if quick else 2_000
     io_bound = [drain(small_tasks, n, pool_size=2) for n in counts]
     projection = _projection(rows, tasks)
     return {

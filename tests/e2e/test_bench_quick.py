@@ -2,8 +2,9 @@
 subprocess, the real sections at small sizes) into a temporary directory, and writes results.json
 with every key of the performance issue, REPORT.md, and the plots of the sections it ran.
 
-Only the sections in QUICK_SECTIONS run here, to keep `make test` short; the others (lateness and
-the local-stack sections take minutes even when small) run with `make bench-quick`. Every plot and
+Only the sections in QUICK_SECTIONS run here (about two minutes), to keep `make test` short; the
+others (lateness, the local stack under load, start-up and cold start take minutes even when small)
+run with `make bench-quick`. Every plot and
 report section is also drawn from made-up results in tests/unit/test_bench_report.py."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-QUICK_SECTIONS = ("backlog",)
+QUICK_SECTIONS = ("backlog", "lifecycle", "burst", "fanout", "listing", "keeper")
 ISSUE_KEYS = {"backlog", "lateness", "burst", "fanout", "cost", "local_load", "cold_start", "idle"}
 
 pytestmark = [pytest.mark.xdist_group("bench-quick"), pytest.mark.slow]
@@ -44,15 +45,23 @@ def test_bench_quick_writes_results_report_and_plots(tmp_path: Path) -> None:
     assert [row["pending"] for row in results["backlog"]] == [1_000, 10_000]
     assert all(row["ours_items_per_run"] < row["baseline_items_per_run"] for row in results["backlog"])
     assert set(results["detail"]) == set(QUICK_SECTIONS) and results["quick"] is True
+    # And the sections run filled their keys: exactly-once fan-out, units per task, a burst speed-up
+    fanout = results["fanout"]
+    assert [row["invocations"] for row in fanout["rows"]] == [1, 2]
+    assert all(row["duplicates"] == 0 for row in fanout["rows"]), fanout
+    assert fanout["projected_aws_fires_per_s"] > 0
+    assert results["cost"]["wru_per_task"] > 0 and results["cost"]["rru_per_task_sparse"] > 0
+    assert results["burst"]["speedup"] > 1 and set(results["burst"]["peak_rss_mb"]) == {"50", "200"}
+    assert set(results["local_load"]["list_page_s"]) == {"0", "100", "1000"}
     # And the sections not run are null, and the report says so
-    assert results["idle"]["cpu_percent"] is None and results["fanout"]["rows"] == []
-    assert all(value is None for value in results["cost"].values())
+    assert results["idle"]["cpu_percent"] is None and results["cold_start"]["asset_mb"] is None
     report = (out / "REPORT.md").read_text()
     assert "## Headline: targets against measurements" in report
     for section in QUICK_SECTIONS:
         assert f"Command: `python -m bench.run --quick --only {section}`" in report
     assert "Section `lateness`: not run for these results" in report.split("## Not measured, and why")[1]
-    # And the backlog plot is a PNG beside the report, linked from it
-    assert results["plots"] == {"backlog": "plots/backlog.png"}
-    assert (out / "plots" / "backlog.png").read_bytes().startswith(b"\x89PNG")
-    assert "](plots/backlog.png)" in report
+    # And the plots of the sections run are PNGs beside the report, linked from it
+    assert set(results["plots"]) == {"backlog", "fanout"}, results["plots"]
+    for name, path in results["plots"].items():
+        assert (out / path).read_bytes().startswith(b"\x89PNG"), name
+        assert f"]({path})" in report
