@@ -232,12 +232,16 @@ def _lateness_row(results: dict[str, Any]) -> list[Row]:
         f"p99 {_n(second['p99_s'], ' s')}, max {_n(second['max_s'], ' s')}, "
         f"{_n(second['early'])} early of {_n(second['n'])}"
     )
-    ok = None if second["p99_s"] is None else second["p99_s"] <= 1 and second["max_s"] <= 2
+    ok = (
+        None
+        if second["p99_s"] is None
+        else second["p99_s"] <= 0.25 and second["max_s"] <= 1 and second["early"] == 0 and second["n"] >= 200
+    )
     return [
         _row(
             "lateness (start - due), local stack, default EventBridge emulation",
             anchor,
-            "`second` mode p99 ≤ 1 s, max ≤ 2 s",
+            "`second` mode, ≥ 200 tasks over ≥ 5 min: p99 ≤ 250 ms, max ≤ 1 s, none early",
             measured,
             ok,
         )
@@ -247,7 +251,7 @@ def _lateness_row(results: dict[str, Any]) -> list[Row]:
 def _burst_rows(results: dict[str, Any]) -> list[Row]:
     b = results["burst"]
     anchor = "sequential execution (pool of one)"
-    speed = None if b["speedup"] is None else b["speedup"] >= 20
+    speed = None if b["speedup"] is None or (b["tasks"] or 0) < 1000 else b["speedup"] >= 20
     measured = (
         f"{_n(b['speedup'], 'x')} at {_n(b['tasks'])} tasks "
         f"(sequential {_n(b['sequential_s'], ' s')}, pooled {_n(b['pooled_s'], ' s')})"
@@ -258,12 +262,16 @@ def _burst_rows(results: dict[str, Any]) -> list[Row]:
     rss_text = " → ".join(f"{_cell(rss[s])} MB at {int(s):,}" for s in sizes) or "—"
     return [
         _row(
-            "burst: 5,000 tasks due at one instant, 50 ms I/O action", anchor, "≥ 20x faster", measured, speed
+            "burst: 1,000 tasks due at one instant, 50 ms I/O action, under the latency model",
+            anchor,
+            "≥ 20x faster",
+            measured,
+            speed,
         ),
         _row(
             "burst: worker peak RSS growth during the run against burst size",
             anchor,
-            "flat in burst size (largest ≤ 1.25x smallest, or within 5 MB of it)",
+            "flat from 1,000 to 5,000 due (largest ≤ 1.25x smallest, or within 5 MB of it)",
             rss_text,
             flat,
         ),
@@ -274,16 +282,23 @@ def _cost_rows(results: dict[str, Any]) -> list[Row]:
     c = results["cost"]
     anchor = "EventBridge Scheduler $1.00 per million"
     units = None if c["wru_per_task"] is None else c["wru_per_task"] <= 4 and c["rru_per_task"] <= 2
+    sparse = c["rru_per_task_sparse"]
     putrule = None if c["putrule_per_task"] is None else c["putrule_per_task"] <= 0.1
-    usd = c["usd_per_million_on_demand"]
+    usd = c["usd_per_million_provisioned"]
     return [
         _row(
-            "DynamoDB units per one-shot task lifecycle (dense)",
+            "DynamoDB units per one-shot task lifecycle (dense: 1,000 per worker run)",
             anchor,
-            "≤ 4 WRU + 2 RRU",
-            f"{_n(c['wru_per_task'])} WRU + {_n(c['rru_per_task'])} RRU "
-            f"(sparse, a run per task: {_n(c['rru_per_task_sparse'])} RRU)",
+            "≤ 4 WRU + ≤ 2 RRU",
+            f"{_n(c['wru_per_task'])} WRU + {_n(c['rru_per_task'])} RRU",
             units,
+        ),
+        _row(
+            "DynamoDB read units per one-shot task (sparse: one task per worker run)",
+            anchor,
+            "≤ 20 RRU",
+            _n(sparse),
+            None if sparse is None else sparse <= 20,
         ),
         _row(
             "PutRule calls per task, dense creates in random order",
@@ -293,11 +308,11 @@ def _cost_rows(results: dict[str, Any]) -> list[Row]:
             putrule,
         ),
         _row(
-            "cost per million one-shot tasks, all-in (DynamoDB + Lambda + EventBridge)",
+            "cost per million one-shot tasks, all-in (DynamoDB + Lambda + EventBridge), steady load",
             anchor,
-            "in the report",
-            f"${_n(usd)} on demand, ${_n(c['usd_per_million_provisioned'])} provisioned",
-            None if usd is None else True,
+            "≤ $1.00 provisioned",
+            f"${_n(usd)} provisioned, ${_n(c['usd_per_million_on_demand'])} on demand",
+            None if usd is None else usd <= 1.0,
         ),
     ]
 
@@ -307,7 +322,7 @@ def _idle_row(results: dict[str, Any]) -> list[Row]:
     return [
         _row(
             "idle local stack CPU (the busier of the two precisions)",
-            "no busy-wait (seed 000)",
+            "an idle scheduler costs nothing",
             "≤ 1 % of a core",
             _n(cpu, " %"),
             None if cpu is None else cpu <= 1,
@@ -323,45 +338,169 @@ def _span(values: dict[str, Any] | None, unit: str = "") -> str:
     return " → ".join(_n(values[k], unit) for k in keys) + " at " + " → ".join(f"{int(k):,}" for k in keys)
 
 
-def _unset_target_rows(results: dict[str, Any]) -> list[Row]:
-    f, load, cs = results["fanout"], results["local_load"], results["cold_start"]
+def _fanout_rows(results: dict[str, Any]) -> list[Row]:
+    f = results["fanout"]
     rows = f["rows"]
-    lost = sum(r.get("lost") or 0 for r in (results["detail"].get("fanout") or {}).get("rows", []))
-    fan = (
-        f"drain {_span({str(r['invocations']): r['drain_s'] for r in rows}, ' s')} invocations; "
-        f"efficiency at 4: {_n(f['efficiency_at_4'])}; projected on AWS "
-        f"{_n(f['projected_aws_fires_per_s'])} fires/s; duplicates "
-        f"{sum(r['duplicates'] or 0 for r in rows)}, lost {lost}"
-        if rows
-        else "—"
-    )
+    detail = (results["detail"].get("fanout") or {}).get("rows", [])
+    lost = sum(r.get("lost") or 0 for r in detail)
+    duplicates = sum(r["duplicates"] or 0 for r in rows)
+    conflicts = max((r["conflicts_per_fire"] or 0 for r in rows), default=None)
+    drains = _span({str(r["invocations"]): r["drain_s"] for r in rows}, " s")
+    efficiency, projected = f["efficiency_at_4"], f["projected_aws_fires_per_s"]
+    full = bool(rows) and (f["tasks"] or 0) >= 10_000
+    return [
+        _row(
+            "fan-out: 10,000 tasks due at once, drained by 1, 2, 4, 8 concurrent invocations",
+            "one invocation",
+            "no duplicate or lost task; ≤ 0.05 lost claims per fire",
+            f"drain {drains} invocations; duplicates {duplicates}, lost {lost}, "
+            f"lost claims per fire ≤ {_n(conflicts)}"
+            if rows
+            else "—",
+            None if not full else duplicates == 0 and lost == 0 and (conflicts or 0) <= 0.05,
+        ),
+        _row(
+            "fan-out: scaling efficiency at 4 invocations (where the emulator is not the limit)",
+            "4x one invocation",
+            "≥ 0.7",
+            f"{_n(efficiency)} (pool 32); {_n((f.get('io_bound') or {}).get('efficiency_at_4'))} (pool 2)"
+            if rows
+            else "—",
+            None if not full or efficiency is None else efficiency >= 0.7,
+        ),
+        _row(
+            "fan-out: fires per second projected on AWS (8 invocations)",
+            "EventBridge Scheduler: 1,000 targets/s",
+            "≥ 1,000 fires/s",
+            _n(projected),
+            None if not full or projected is None else projected >= 1000,
+        ),
+    ]
+
+
+def _local_rows(results: dict[str, Any]) -> list[Row]:
+    load, cs = results["local_load"], results["cold_start"]
     listing = results["detail"].get("listing") or {}
-    pages = (
-        f"{_span(load['list_page_s'], ' s')} tasks; items read "
-        f"{_span(listing.get('items_read_per_page'))} (bound {_n(listing.get('items_read_bound'))})"
-        if load["list_page_s"]
+    pages = load["list_page_s"] or {}
+    largest = max(pages, key=int) if pages else None
+    pages_text = (
+        f"{_span(pages, ' s')} pending; items read {_span(listing.get('items_read_per_page'))}"
+        if pages
         else "—"
     )
     clients = (
-        f"{_n(load['clients'])} clients, {_n(load['operations'])} requests in all: API p99 "
+        f"{_n(load['clients'])} clients, {_n(load['operations'])} requests: API p99 "
         f"{_n(load['api_p99_s'], ' s')}, lateness p99 {_n(load['lateness_p99_s'], ' s')}, "
         f"errors {_n(load['errors'])}"
         if load["clients"] is not None
         else "—"
     )
-    worker = (cs["import_ms_p50"] or {}).get("worker")
+    load_ok = (
+        None
+        if load["api_p99_s"] is None
+        else load["api_p99_s"] <= 0.2 and load["errors"] == 0 and (load["lateness_p99_s"] or 0) <= 1
+    )
+    # The deployed asset ships bytecode (built on the runtime's Python): that is the figure judged.
+    imports = {name: ms.get("bytecode") for name, ms in (cs["import_ms_p50"] or {}).items()}
+    slowest = max((ms for ms in imports.values() if ms is not None), default=None)
     return [
-        _row("fan-out: one burst drained by concurrent invocations", "one invocation", "—", fan, None),
-        _row("API list page against tasks stored", "—", "—", pages, None),
-        _row("local stack under concurrent API clients", "—", "—", clients, None),
         _row(
-            "cold start: asset size, worker handler import (median)",
+            "API list page (limit 20) against tasks pending, local",
             "—",
+            "≤ 50 ms at 0 … 1e5 pending",
+            pages_text,
+            None if largest is None or int(largest) < 100_000 else all(v <= 0.05 for v in pages.values()),
+        ),
+        _row(
+            "local stack: 20 concurrent clients x 100 mixed operations",
             "—",
-            f"{_n(cs['asset_mb'], ' MB')}; worker {_n(worker)} ms" if cs["asset_mb"] is not None else "—",
-            None,
+            "API p99 ≤ 200 ms, 0 connection errors, lateness p99 ≤ 1 s",
+            clients,
+            load_ok,
+        ),
+        _row(
+            "cold start: handler import with the shipped bytecode (median of 5 fresh processes)",
+            "—",
+            "≤ 300 ms",
+            f"{_n(cs['asset_mb'], ' MB')} asset; "
+            + ", ".join(f"{name} {_n(ms)} ms" for name, ms in sorted(imports.items()))
+            if cs["asset_mb"] is not None
+            else "—",
+            None if slowest is None else slowest <= 300,
         ),
     ]
+
+
+# For each headline row that can fall short: why it does (measured causes), and what would close it.
+SHORTFALL: dict[str, str] = {
+    "burst: 1,000 tasks": (
+        "one worker process is bound by its own CPU, not by waiting: about 7 ms of CPU per task on "
+        "this machine (botocore's request machinery about half, PynamoDB's (de)serialising about a "
+        "sixth, then the record mapping and Powertools metrics), so 32 threads overlap the round trips "
+        "until the GIL is saturated at roughly 140 tasks/s, about 11x the 80 ms a task takes alone. "
+        "Closing it: less client CPU per fire (fewer requests per fire; a lighter DynamoDB client), or "
+        "what the design does for large bursts: more invocations (fan-out, below)."
+    ),
+    "DynamoDB units per one-shot task lifecycle": (
+        "a one-shot task costs 2 writes to create (its queue entry and its item) and 3 to run (the "
+        "claim, the task's outcome, the entry's delete): 5. Four needs one item write less per task, "
+        "e.g. a queue entry that carries the task (one item per pending occurrence) — a change of the "
+        "data layout, not made here."
+    ),
+    "DynamoDB read units per one-shot task (sparse": (
+        "a worker run reads every queue shard (16 strongly consistent Queries, at least 1 read unit "
+        "each) for its pass and twice more for the re-arm's head read and its re-check (the rule "
+        "protocol needs the second read: a mutant without it is caught by the model checker). "
+        "Closing it: read only shards that can hold due work — a per-shard head kept where the "
+        "re-arm reads it, or fewer shards for a small table."
+    ),
+    "cost per million": (
+        "the write units above dominate (5 per task), then Lambda's duration; the figure follows the "
+        "units: ≤ 4 write units and less Lambda CPU per fire would bring it to about $1."
+    ),
+    "fan-out: 10,000": (
+        "see the fan-out section: a duplicate or a lost task would be a defect; lost claims come from "
+        "invocations that finish their group and probe the others'."
+    ),
+    "fan-out: scaling efficiency": (
+        "this machine has 2 cores and one invocation with the default pool of 32 already spends most "
+        "of one (worker CPU per fire in the fan-out table), so beyond 2 invocations there is no CPU "
+        "to scale into: the machine is the limit, not the emulator or the design. The pool-2 series "
+        "(each invocation waiting on I/O) shows how the fan-out scales while CPU is free."
+    ),
+    "fan-out: fires per second": (
+        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire one "
+        "invocation fires only some tens of tasks per second; 1,000 fires/s needs more invocations "
+        "(`max_invocations` and reserved concurrency) or more memory per invocation (its CPU share): "
+        "the projection table lists the figure for each."
+    ),
+    "API list page": (
+        "a page reads the same items whatever the backlog (one round of 16 Queries, about 50 queue "
+        "entries, and the page's tasks in one BatchGetItem); the time that grows is moto's, whose "
+        "Query sorts every item of the table before keeping one partition. The local stack patches "
+        "moto's base-table Query to read only the queried partition (local/motoserver.py); the bench "
+        "measures against moto in-process without that patch, so it shows moto's own cost."
+    ),
+    "local stack: 20 concurrent": (
+        "the API, the emulated EventBridge, the worker and moto share one Python process; see the "
+        "local-load section for what was measured and changed."
+    ),
+    "cold start": (
+        "the API handler imports Powertools' event handler, pydantic and the API models at start; "
+        "one asset per function or lazy imports of what a request does not need would trim it."
+    ),
+}
+
+
+def shortfalls(results: dict[str, Any]) -> list[str]:
+    """For each target not met: its row, why, and what would close it."""
+    out = []
+    for row in headline(results):
+        if row["status"] != NOT_MET:
+            continue
+        why = next((text for prefix, text in SHORTFALL.items() if row["what"].startswith(prefix)), None)
+        out.append(f"**{row['what']}** — measured {row['measured']}; target {row['target']}. Why: {why}")
+    return out
 
 
 HEADLINE: tuple[Callable[[dict[str, Any]], list[Row]], ...] = (
@@ -370,7 +509,8 @@ HEADLINE: tuple[Callable[[dict[str, Any]], list[Row]], ...] = (
     _burst_rows,
     _cost_rows,
     _idle_row,
-    _unset_target_rows,
+    _fanout_rows,
+    _local_rows,
 )
 
 
@@ -794,6 +934,10 @@ def render(results: dict[str, Any]) -> str:
         )
     out.append("\n## Headline: targets against measurements\n\n")
     out.append(_table(headline(results), ["what", "anchor", "target", "measured", "status"]))
+    missed = shortfalls(results)
+    if missed:
+        out.append("\n### Where a target is not met: why, and what would close it\n\n")
+        out += [f"- {line}\n" for line in missed]
     out.append(_latency_model(results))
     out += [section(results) for section in SECTIONS]
     out.append("\n## Not measured, and why\n\n")
