@@ -488,9 +488,9 @@ SHORTFALL: dict[str, str] = {
     "cold start": (
         "`python -X importtime` of the API handler (from source) names the two largest parts: the "
         "X-Ray SDK that Powertools' Tracer loads (about 165 ms of its own, building its recorder at "
-        "import) and Powertools' OpenAPI models (about 67 ms). Closing it: tracing off where it is "
-        "not wanted (`POWERTOOLS_TRACE_DISABLED` skips the SDK), or one asset per function with the "
-        "API's validation models loaded on first use."
+        "import; `POWERTOOLS_TRACE_DISABLED` does not avoid it) and Powertools' OpenAPI models (about "
+        "67 ms). What could close it (not tried): loading the X-Ray SDK only where tracing is on, and "
+        "the API's validation models on first use."
     ),
 }
 
