@@ -227,7 +227,7 @@ def run(quick: bool) -> dict[str, Any]:
     tasks = 100 if quick else 10_000
     counts = (1, 2) if quick else (1, 2, 4, 8)
     rows = [drain(tasks, n) for n in counts]
-    small_tasks = 20 if quick else 2_000
+    small_tasks = 20 if quick else 1_000
     io_bound = [drain(small_tasks, n, pool_size=2) for n in counts]
     projection = _projection(rows, tasks)
     return {
