@@ -347,6 +347,7 @@ def _fanout_rows(results: dict[str, Any]) -> list[Row]:
     conflicts = max((r["conflicts_per_fire"] or 0 for r in rows), default=None)
     drains = _span({str(r["invocations"]): r["drain_s"] for r in rows}, " s")
     efficiency, projected = f["efficiency_at_4"], f["projected_aws_fires_per_s"]
+    io_bound = (results["detail"].get("fanout") or {}).get("io_bound") or {}
     full = bool(rows) and (f["tasks"] or 0) >= 10_000
     return [
         _row(
@@ -363,9 +364,7 @@ def _fanout_rows(results: dict[str, Any]) -> list[Row]:
             "fan-out: scaling efficiency at 4 invocations (where the emulator is not the limit)",
             "4x one invocation",
             "≥ 0.7",
-            f"{_n(efficiency)} (pool 32); {_n((f.get('io_bound') or {}).get('efficiency_at_4'))} (pool 2)"
-            if rows
-            else "—",
+            f"{_n(efficiency)} (pool 32); {_n(io_bound.get('efficiency_at_4'))} (pool 2)" if rows else "—",
             None if not full or efficiency is None else efficiency >= 0.7,
         ),
         _row(
@@ -434,7 +433,7 @@ def _local_rows(results: dict[str, Any]) -> list[Row]:
 # For each headline row that can fall short: why it does (measured causes), and what would close it.
 SHORTFALL: dict[str, str] = {
     "burst: 1,000 tasks": (
-        "one worker process is bound by its own CPU, not by waiting: about 7 ms of CPU per task on "
+        "one worker process is bound by its own CPU, not by waiting: 7 to 12 ms of CPU per task on "
         "this machine (botocore's request machinery about half, PynamoDB's (de)serialising about a "
         "sixth, then the record mapping and Powertools metrics), so 32 threads overlap the round trips "
         "until the GIL is saturated at roughly 140 tasks/s, about 11x the 80 ms a task takes alone. "
