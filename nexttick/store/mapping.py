@@ -4,7 +4,6 @@ needs no code here (tests/unit/test_store_mapping.py holds the two in step)."""
 
 from __future__ import annotations
 
-import functools
 import types
 import typing
 from dataclasses import MISSING, Field, fields, is_dataclass
@@ -38,10 +37,15 @@ def _stored(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    """A record class's resolved field types (resolving them costs more than the rest of a read)."""
-    return typing.get_type_hints(cls)
+    """A record class's resolved field types, resolved once (it costs more than the rest of a read)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 def _read(cls: type[T], source: Any, stored_as: dict[str, str]) -> T:
