@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 import threading
 import time
@@ -39,7 +40,7 @@ import requests
 from bench.localstack import LocalStackProcess, Receiver, percentile, rfc3339, stack_environment
 
 SIZES = {False: (20, 100), True: (5, 20)}  # by `quick`: (clients, operations per client)
-MIX = (("create", 50), ("get", 20), ("list", 15), ("reschedule", 10), ("cancel", 5))
+MIX: dict[str, float] = {"create": 50, "get": 20, "list": 15, "reschedule": 10, "cancel": 5}
 DUE_AHEAD = (2.0, 20.0)  # seconds ahead of the request a create or a reschedule asks for
 # A task due sooner than this is not rescheduled or cancelled by a client: it may be running.
 CHANGE_MARGIN = 3.0
@@ -129,33 +130,32 @@ class Client:
         elif operation == "list":
             self.expect(self.request("GET", "/tasks", params={"limit": 50}), 200)
         elif operation == "reschedule":
-            task_id = self.changeable()
-            if task_id is None:
+            target = self.changeable()
+            if target is None:
                 return self.run_one("list")
             due = time.time() + self.rng.uniform(*DUE_AHEAD)
-            response = self.request("PATCH", f"/tasks/{task_id}", json={"due": rfc3339(due)})
+            response = self.request("PATCH", f"/tasks/{target}", json={"due": rfc3339(due)})
             if self.expect(response, 200, 409):
                 assert response is not None
                 if response.status_code == 200:
-                    self.due[task_id] = due
-                    self.version[task_id] = int(response.json()["version"])
+                    self.due[target] = due
+                    self.version[target] = int(response.json()["version"])
         else:
-            task_id = self.changeable()
-            if task_id is None:
+            target = self.changeable()
+            if target is None:
                 return self.run_one("get")
-            response = self.request("DELETE", f"/tasks/{task_id}")
+            response = self.request("DELETE", f"/tasks/{target}")
             if self.expect(response, 204, 202, 409):
                 assert response is not None
                 if response.status_code == 204:
-                    self.cancelled.add(task_id)
+                    self.cancelled.add(target)
                 elif response.status_code == 202:
-                    self.maybe.add(task_id)
+                    self.maybe.add(target)
         return None
 
 
 def _operations(rng: random.Random, count: int) -> list[str]:
-    names, weights = zip(*MIX, strict=True)
-    return rng.choices(names, weights=weights, k=count)
+    return rng.choices(list(MIX), weights=list(MIX.values()), k=count)
 
 
 @dataclass
@@ -167,6 +167,7 @@ class LoadRun:
     deliveries: list[Any]
     wall_seconds: float
     all_delivered: bool
+    log: str = ""  # the stack's output, kept when a request got no proper answer
 
     @property
     def expected(self) -> set[str]:
@@ -254,6 +255,8 @@ def load_run(quick: bool, on_done: Callable[[LoadRun, LocalStackProcess], None] 
         stack, receiver = started(Path(tmp))
         try:
             result = measure(stack, receiver, clients, operations)
+            if any(c.unexpected for c in result.clients):
+                result.log = stack.output()
             if on_done is not None:
                 on_done(result, stack)
             return result
@@ -292,6 +295,8 @@ def main() -> None:
                 indent=2,
             )
         )
+        if result.log:
+            print(result.log, file=sys.stderr)
 
 
 if __name__ == "__main__":

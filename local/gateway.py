@@ -157,6 +157,19 @@ def build_event(
     }
 
 
+# Connections the kernel holds for the accept loop: socketserver's default of 5 resets (or, with
+# SYN cookies, stalls) a client beyond the fifth that connects while the loop is busy, as 20
+# concurrent clients do (bench/localload.py). The kernel caps it at net.core.somaxconn.
+LISTEN_BACKLOG = 1024
+
+
+class _GatewayHTTPServer(ThreadingHTTPServer):
+    """One thread per connection, as ThreadingHTTPServer, with a listen backlog that takes bursts."""
+
+    daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
+
+
 class GatewayServer:
     """A running gateway: `.url`, `.host`, `.port`, `.shutdown()`; also a context manager."""
 
@@ -200,13 +213,27 @@ def serve(
     stage: str = "local",
     resources: Iterable[str] = (),
     region: str = "us-east-1",
+    one_at_a_time: bool = False,
 ) -> GatewayServer:
     """Serve `handler(event, context)` over HTTP the way API Gateway's Lambda proxy would.
 
     `resources` are resource templates (`/tasks/{id}`) used to fill `resource` and
     `pathParameters`; unmatched paths use the greedy `/{proxy+}` resource.
+
+    `one_at_a_time`: one invocation of `handler` at a time, as one Lambda execution environment
+    runs them. A handler that keeps per-request state in module globals needs it: Powertools'
+    resolver keeps the current event, route and context on its `app`, and called from several
+    threads at once it mixes requests up (500s, another request's body; bench/localload.py).
+    Without it, concurrent requests call `handler` concurrently.
     """
     templates = tuple(resources)
+    invoke: LambdaHandler = handler
+    if one_at_a_time:
+        environment = threading.Lock()
+
+        def invoke(event: dict[str, Any], context: Any) -> Mapping[str, Any]:
+            with environment:
+                return handler(event, context)
 
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -234,7 +261,7 @@ def serve(
                 function_name=function_name, timeout_seconds=timeout_seconds, region=region
             )
             try:
-                result = handler(event, context)
+                result = invoke(event, context)
             except Exception:  # API Gateway answers a failed invocation with 502
                 logger.exception("handler raised for %s %s", self.command, self.path)
                 self._reply(502, {"Content-Type": "application/json"}, _INTERNAL_ERROR)
@@ -293,8 +320,7 @@ def serve(
                 return self._dispatch
             raise AttributeError(name)
 
-    httpd = ThreadingHTTPServer((host, port), _Handler)
-    httpd.daemon_threads = True
+    httpd = _GatewayHTTPServer((host, port), _Handler)
     return GatewayServer(httpd)
 
 

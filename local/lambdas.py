@@ -253,6 +253,7 @@ class InvokeEndpoint(ThreadingHTTPServer):
     """POST /2015-03-31/functions/{name}/invocations on 127.0.0.1 for the registered functions."""
 
     daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 would reset a burst of Invoke calls (local/gateway.py)
 
     def __init__(self, functions: Sequence[LocalFunction], port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), _InvokeRequestHandler)

@@ -169,6 +169,8 @@ class LocalStack:
             _load(names.API_HANDLER),
             "127.0.0.1",
             opts.api_port,
+            # one request per execution environment at a time, as in Lambda (local/gateway.py)
+            one_at_a_time=True,
             function_name=constants.DEFAULT_API_FUNCTION_NAME,
             resources=RESOURCES,
             region=opts.region,
