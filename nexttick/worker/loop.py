@@ -6,8 +6,7 @@ One invocation:
    each is claimed with a conditional lease (which counts the attempt), validated against its task,
    run at its instant — an occurrence claimed ahead waits in its pool thread, so at the instant only
    its action remains — (its lease renewed meanwhile, `LeaseKeeper`), and completed;
-2. passes repeat while they fill the pool; then `rule_sync.rearm()` points the rule at the head,
-   and a head that became due meanwhile starts another pass;
+2. passes repeat while they find work; then `rule_sync.rearm()` points the rule at the head;
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
    to the exact instant) when the remaining time allows, by the one invocation that claims the wait
    (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
@@ -18,8 +17,8 @@ One invocation:
    (`trigger.help`); each drains only its group, then works like any invocation (re-arm, wait);
 6. invocations running at once share the rest by shard: a claim lost to another invocation means
    that one is draining the shard, so this one leaves the shard to it for YIELD_SECONDS (its entries
-   are skipped without a write; twice as long after each further loss there) and then looks again
-   with one claim at a time (a probe) until one succeeds — the other may have finished, or died. A helper leaves its group's shards to nobody
+   are skipped without a write) and then looks again with one claim at a time (a probe) until one
+   succeeds — the other may have finished, or died. A helper leaves its group's shards to nobody
    but keeps clear of what its leader claimed before splitting; when two invocations both hold
    entries of a shard, the one whose owner id sorts later leaves, so that exactly one keeps it.
 """
@@ -67,9 +66,6 @@ MIN_WAIT_SECONDS = 0.05
 MIN_HAND_OVER_WAIT_SECONDS = 1.0
 MAX_CAS_ATTEMPTS = 20
 YIELD_SECONDS = 3.0
-# A probe lost again doubles the shard's next yield, up to this: a long drain by another invocation
-# costs a few lost claims per shard, not one every YIELD_SECONDS.
-MAX_YIELD_SECONDS = 24.0
 _LOG_KEYS = ("task_id", "scheduled_for", "attempt")
 
 Hook = Callable[[str, QueueEntry], None]
@@ -143,7 +139,6 @@ class Worker:
         self._yielded: dict[int, datetime] = {}  # shard -> until when another invocation drains it
         self._contested: set[int] = set()  # shards another invocation works: claimed one at a time
         self._probing: set[int] = set()  # contested shards with a claim in flight
-        self._losses: dict[int, int] = {}  # shard -> claims lost to others since one succeeded there
         self._claimed_in: set[int] = set()  # shards this invocation has claimed an entry of
         self._in_burst = False  # a pass has had a full pool: more is due than runs at once
         self._yield_lock = threading.Lock()
@@ -156,8 +151,8 @@ class Worker:
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
                 submitted = self._pass(pool, pool_size)
-                if submitted >= pool_size:
-                    continue  # a full pool: more is likely due
+                if submitted:
+                    continue  # more may have become due meanwhile
                 if not submitted and self.group is not None:
                     self._leave_group()
                 if self.remaining() < self.margin:
@@ -166,9 +161,6 @@ class Worker:
                 if rearm.outcome is not Outcome.DUE_SOON:
                     return self._finish(rearm.outcome.value)
                 assert rearm.head is not None
-                if submitted and rearm.head <= self.clock.now() + self.prepare:
-                    continue  # became due during the pass: pass again (the re-arm's head read
-                    # stands in for a second pass's reads when nothing more is due)
                 wait_seconds = (rearm.head - self.clock.now()).total_seconds()
                 if self.remaining() - wait_seconds < self.margin:
                     # Beyond this invocation: spend what it has first, so a short timeout does not
@@ -261,10 +253,7 @@ class Worker:
             if holder is None and not self._in_burst:
                 return
             if holder is None or shard not in self._claimed_in or holder < self.owner:
-                losses = self._losses.get(shard, 0)
-                self._losses[shard] = losses + 1
-                pause = min(YIELD_SECONDS * 2**losses, MAX_YIELD_SECONDS)
-                self._yielded[shard] = self.clock.now() + timedelta(seconds=pause)
+                self._yielded[shard] = self.clock.now() + timedelta(seconds=YIELD_SECONDS)
 
     def _release_probe(self, shard: int) -> None:
         with self._yield_lock:
@@ -383,7 +372,6 @@ class Worker:
             with self._yield_lock:
                 self._claimed_in.add(entry.shard)
                 self._contested.discard(entry.shard)
-                self._losses.pop(entry.shard, None)
             return claimed, now, ""
         finally:
             self._release_probe(entry.shard)
