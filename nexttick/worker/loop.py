@@ -150,10 +150,9 @@ class Worker:
             while True:
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
-                submitted = self._pass(pool, pool_size)
-                if submitted:
+                if self._pass(pool, pool_size):
                     continue  # more may have become due meanwhile
-                if not submitted and self.group is not None:
+                if self.group is not None:
                     self._leave_group()
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
@@ -209,13 +208,12 @@ class Worker:
 
     def _leave_group(self) -> None:
         """The group is drained: other groups are their helpers' for a while, then contested."""
+        mine, self.group = self.group or frozenset(), None
         until = self.clock.now() + timedelta(seconds=YIELD_SECONDS)
         with self._yield_lock:
-            for shard in range(self.store.shards):
-                if self.group is not None and shard not in self.group:
-                    self._yielded[shard] = until
-                    self._contested.add(shard)
-        self.group = None
+            for shard in set(range(self.store.shards)) - mine:
+                self._yielded[shard] = until
+                self._contested.add(shard)
 
     def _takes(self, entry: QueueEntry, now: datetime) -> bool:
         """Whether this pass submits `entry`: claimable, in this invocation's group (if it has one),
@@ -223,8 +221,7 @@ class Worker:
         if entry.leased_at(now) or (self.group is not None and entry.shard not in self.group):
             return False
         with self._yield_lock:
-            until = self._yielded.get(entry.shard)
-            if until is not None and until > self.clock.now():
+            if self._yield_live(entry.shard):
                 return False
             if entry.shard in self._contested:
                 if entry.shard in self._probing:
@@ -234,8 +231,12 @@ class Worker:
 
     def _left_to_another(self, shard: int) -> bool:
         with self._yield_lock:
-            until = self._yielded.get(shard)
-            return until is not None and until > self.clock.now()
+            return self._yield_live(shard)
+
+    def _yield_live(self, shard: int) -> bool:
+        """`shard` is left to another invocation now (the caller holds the yield lock)."""
+        until = self._yielded.get(shard)
+        return until is not None and until > self.clock.now()
 
     def _lost_claim(self, shard: int, held: QueueEntry | None, now: datetime) -> None:
         """A claim in `shard` was lost. To another invocation's live lease: leave the shard to it,
@@ -265,9 +266,9 @@ class Worker:
             live = [until for until in self._yielded.values() if until > now]
         return (min(live) - now).total_seconds() if live else 0.0
 
-    def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> int:
+    def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> bool:
         """Submit every claimable entry due by now (and the next `prepare`), at most `pool_size` in
-        flight. Returns how many were submitted."""
+        flight. True if any."""
         self.report.passes += 1
         now = self.clock.now()
         in_flight: set[Future[_Done]] = set()
@@ -295,7 +296,7 @@ class Worker:
             self._collect(wait(in_flight).done)
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
-        return submitted
+        return submitted > 0
 
     def _collect(self, done: set[Future[_Done]]) -> None:
         for future in done:

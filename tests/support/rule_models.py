@@ -644,14 +644,14 @@ class ModelWorker(Worker):
         super().__init__(*args, **kwargs)
         self.prepare = timedelta(0)
 
-    def _pass(self, pool: Any, pool_size: int) -> int:
+    def _pass(self, pool: Any, pool_size: int) -> bool:
         self.report.passes += 1
         now = self.clock.now()
-        ran = 0
+        ran = False
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
         keys = queue.due_keys(now)
         if len(keys) >= FAN_OUT_AT and self._fan_out():
-            return pool_size  # as the real pass (a full pool): the next reads only its group
+            return True  # as the real pass: the next one reads only this invocation's group
         for key in keys:
             if self.remaining() < self.margin:
                 break
@@ -663,7 +663,7 @@ class ModelWorker(Worker):
                 continue  # contended, stale (deleted) or deferred (a write in flight)
             queue.run(task_id)  # with the claim: recording a run commutes with everything
             queue.complete(task_id, key)
-            ran += 1
+            ran = True
         return ran
 
     def _finish(self, outcome: str, reason: str | None = None) -> RunReport:
