@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import boto3
@@ -26,34 +25,15 @@ import boto3
 from infra import names
 from local import resources
 from local.lambdas import LocalFunction
-from local.motoserver import MotoServer
+from local.motoserver import EmulatorEndpoint
 from nexttick.store.streams import ItemKind, item_kind
 
 logger = logging.getLogger("local-stack")
 
 RESYNC_SECONDS = 10.0
-# Deletes only produce REMOVE records, which the keeper ignores: they need not wake it.
-WRITE_TARGETS = frozenset(
-    f"DynamoDB_20120810.{op}" for op in ("PutItem", "UpdateItem", "BatchWriteItem", "TransactWriteItems")
-)
 RETRY_DELAYS = tuple(min(2.0**i, 30.0) for i in range(names.KEEPER_RETRY_ATTEMPTS))
 _CHANGES = ("INSERT", "MODIFY")
 _KEPT_KINDS = (ItemKind.TASK, ItemKind.RULE)
-
-
-class WriteWatch:
-    """WSGI middleware around moto's application: after moto has applied a DynamoDB write request,
-    call `listener` (it only sets an event: it runs inside the server's request lock)."""
-
-    def __init__(self, app: Callable[..., Iterable[bytes]], listener: Callable[[], None]) -> None:
-        self.app = app
-        self.listener = listener
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        body = list(self.app(environ, start_response))
-        if environ.get("HTTP_X_AMZ_TARGET") in WRITE_TARGETS:
-            self.listener()
-        return body
 
 
 def passes_filters(record: dict[str, Any]) -> bool:
@@ -98,7 +78,9 @@ class LocalKeeper:
         self._thread = threading.Thread(target=self._run, name="keeper-stream", daemon=True)
 
     @classmethod
-    def for_stack(cls, moto: MotoServer, cloudformation: Any, table_name: str, region: str) -> LocalKeeper:
+    def for_stack(
+        cls, moto: EmulatorEndpoint, cloudformation: Any, table_name: str, region: str
+    ) -> LocalKeeper:
         """The local stack's keeper: the function the template names (its container warm from the
         start, configured from the handlers' environment), the stream read from the moto server (an
         explicit endpoint: botocore sends DescribeStream to an account-scoped host moto does not
@@ -120,10 +102,9 @@ class LocalKeeper:
         keeper.watch(moto)
         return keeper
 
-    def watch(self, moto: MotoServer) -> None:
-        """Wake on every DynamoDB write the moto server applies (wraps the application its notifier
-        serialises, so the write has been applied when we are woken)."""
-        moto.notifier.app = WriteWatch(moto.notifier.app, self.notify)
+    def watch(self, moto: EmulatorEndpoint) -> None:
+        """Wake on every DynamoDB write the moto server applies (after it has been applied)."""
+        moto.subscribe_writes(self.notify)
 
     # ------------------------------------------------------------------ control
     def start(self) -> LocalKeeper:

@@ -11,6 +11,7 @@ response leaves, so what the emulator acknowledged survives any end of the proce
 from __future__ import annotations
 
 import io
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoResult
 from moto.events.models import events_backends
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -30,6 +32,12 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 RULE_CHANGING_TARGETS = frozenset(
     {"AWSEvents.PutRule", "AWSEvents.DeleteRule", "AWSEvents.EnableRule", "AWSEvents.DisableRule"}
+)
+
+
+# Deletes only produce REMOVE records, which the keeper ignores: they need not wake it.
+WRITE_TARGETS = frozenset(
+    f"DynamoDB_20120810.{op}" for op in ("PutItem", "UpdateItem", "BatchWriteItem", "TransactWriteItems")
 )
 
 
@@ -52,6 +60,18 @@ class WriteRecorder(Protocol):
     def flush(self) -> None:
         """Return once everything recorded so far is durable (called before every response)."""
         ...
+
+
+class EmulatorEndpoint(Protocol):
+    """What the stack's parts need of the emulated AWS, in this process (MotoServer) or in its own
+    (local.motoprocess.MotoProcess): where it listens and what it tells about its writes."""
+
+    @property
+    def url(self) -> str: ...
+
+    def subscribe(self, listener: Callable[[], None]) -> None: ...
+
+    def subscribe_writes(self, listener: Callable[[], None]) -> None: ...
 
 
 class RuleChangeNotifier:
@@ -108,6 +128,21 @@ class RuleChangeNotifier:
         if target in RULE_CHANGING_TARGETS:
             for listener in self._listeners:
                 listener()
+        return body
+
+
+class WriteWatch:
+    """WSGI middleware around moto's application: after moto has applied a DynamoDB write request,
+    call `listener` (it only sets an event: it runs inside the server's request lock)."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], listener: Callable[[], None]) -> None:
+        self.app = app
+        self.listener = listener
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        body = list(self.app(environ, start_response))
+        if environ.get("HTTP_X_AMZ_TARGET") in WRITE_TARGETS:
+            self.listener()
         return body
 
 
@@ -192,11 +227,86 @@ class EmulatedState:
         )
 
 
+class _Partition:
+    """A moto table as its base-table Query sees it: only the items of one partition."""
+
+    def __init__(self, table: Table, hash_key: DynamoType) -> None:
+        self._table = table
+        self._hash_key = hash_key
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+    def all_items(self) -> list[Item]:
+        partition = self._table.items.get(self._hash_key)
+        if partition is None:
+            return []
+        return list(partition.values()) if self._table.range_key_attr else [partition]  # type: ignore[list-item]
+
+
+_moto_query = Table.query
+
+
+def _partition_query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
+    index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+    if index_name is not None or hash_key is None:
+        return _moto_query(self, hash_key, *args, **kwargs)
+    return _moto_query(_Partition(self, hash_key), hash_key, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def query_partitions_only() -> None:
+    """Make moto's base-table Query read only the queried partition, as DynamoDB does.
+
+    moto 5 answers every Query by sorting the whole table (`Table.all_items`) and then keeping the
+    items of one partition: a worker's head read (one Query per queue shard) cost ~16 sorts of every
+    task, queue entry and finished task, which made the local stack's API and worker slow in
+    proportion to everything ever stored (`bench/localload.py`). The partition's own items, then
+    moto's own sort by range key, filter, limit and paging give the same answer. Queries on an
+    index are left to moto. Idempotent."""
+    Table.query = _partition_query  # type: ignore[method-assign]
+
+
+# DynamoDB's data-plane answers: attribute maps, counts and keys, already in their wire form.
+_PLAIN_JSON_OPERATIONS = frozenset(
+    {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}
+)
+_moto_execute_result = DynamoResult.execute_result
+
+
+def _plain_json_result(self: DynamoResult, context: Any) -> Any:
+    if context.operation_model.name in _PLAIN_JSON_OPERATIONS and isinstance(self.result, dict):
+        members = context.operation_model.output_shape.members  # what moto's serializer keeps
+        body = json.dumps({k: v for k, v in self.result.items() if k in members}, separators=(",", ":"))
+        # Binary attributes are base64-encoded by moto's serializer: leave those answers to it.
+        if '"B":' not in body and '"BS":' not in body:
+            return 200, {"Content-Type": _DYNAMODB_CONTENT_TYPE}, body
+    return _moto_execute_result(self, context)
+
+
+_DYNAMODB_CONTENT_TYPE = "application/x-amz-json-1.0"
+
+
+def serialize_dynamodb_directly() -> None:
+    """Answer DynamoDB's item operations with the result's JSON as it is, not through moto's
+    generic serializer.
+
+    moto 5 serializes every answer by walking the operation's output shape member by member,
+    attribute value by attribute value: a third of the local stack's emulator CPU under load
+    (bench/localload.py), most of it on Query pages of queue entries. For these operations the
+    result is already DynamoDB's wire JSON (moto's DynamoResult converts its DynamoType values), so
+    `json.dumps` gives the same document; an answer holding a binary attribute still goes through
+    moto's serializer, which base64-encodes it. Errors never reach this (they are not
+    DynamoResults). Idempotent."""
+    DynamoResult.execute_result = _plain_json_result  # type: ignore[method-assign,assignment]
+
+
 class MotoServer:
     """moto's server application (all services) on 127.0.0.1, in a daemon thread."""
 
     def __init__(self, port: int = 0) -> None:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per AWS call
+        query_partitions_only()
+        serialize_dynamodb_directly()
         self.notifier = RuleChangeNotifier(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(
             "127.0.0.1", port, self.notifier, threaded=True, request_handler=MotoRequestHandler
@@ -206,6 +316,15 @@ class MotoServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after every rule-changing events call the server applies."""
+        self.notifier.subscribe(listener)
+
+    def subscribe_writes(self, listener: Callable[[], None]) -> None:
+        """Call `listener` after every DynamoDB write the server applies (wraps the application its
+        notifier serialises, so the write has been applied when it is called)."""
+        self.notifier.app = WriteWatch(self.notifier.app, listener)
 
     def start(self) -> MotoServer:
         self._thread.start()

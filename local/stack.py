@@ -1,5 +1,6 @@
-"""`nexttick local`: moto server + resources + worker and API handlers in-process + emulated
-EventBridge, with every acknowledged change journaled and the state restored on start."""
+"""`nexttick local`: moto server (in a process of its own, with the journal) + resources + worker
+and API handlers in-process + emulated EventBridge, with every acknowledged change journaled and
+the state restored on start."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from local import endpoints, logs, preflight, resources, state
 from local.emulator import EventBridgeEmulator, FiringPolicy
 from local.keeper import LocalKeeper
 from local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
-from local.motoserver import FROZEN_PASS_HEADER, EmulatedState, MotoServer
+from local.motoprocess import EmulatorError, MotoProcess
+from local.motoserver import FROZEN_PASS_HEADER
 from local.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_WORKER_TIMEOUT_SECONDS,
@@ -61,12 +63,14 @@ def synth_local_template(progress: Callable[[str], None]) -> dict[str, Any]:
 
 
 class LocalStack:
-    """Everything `nexttick local` runs, in this process. `start()`, then `stop()` (saves state)."""
+    """Everything `nexttick local` runs: moto and its journal in a child process (local/motoprocess.py),
+    the rest in this one. `start()`, then `stop()` (saves state). Start it from the thread that
+    stays alive while it runs (the main thread): the child is killed when that thread ends."""
 
     def __init__(self, options: LocalOptions) -> None:
         self.options = options
         self.state_file = options.state_dir / state.STATE_FILE
-        self.moto: MotoServer | None = None
+        self.moto: MotoProcess | None = None
         self.endpoint: InvokeEndpoint | None = None
         self.worker: LocalFunction | None = None
         self.emulator: EventBridgeEmulator | None = None
@@ -74,7 +78,6 @@ class LocalStack:
         self.api: Any = None
         self.names: resources.StackNames | None = None
         self.restored_tasks = 0
-        self.local_state: state.LocalState | None = None
         self.actions: list[str] = []
         self.clock = SleepCountingClock()
         self.phase = "starting"
@@ -98,7 +101,8 @@ class LocalStack:
             os.environ.pop(name, None)
         os.environ.update(EMULATOR_CREDENTIALS)
         os.environ["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"] = opts.region
-        self.moto = MotoServer(opts.moto_port).start()
+        # moto's CPU must not hold this process's GIL (the API, the worker, the emulated EventBridge)
+        self.moto = MotoProcess(opts.moto_port).start()
         session = boto3.session.Session(region_name=opts.region)
         clients = {
             s: session.client(s, endpoint_url=self.moto.url)
@@ -130,13 +134,15 @@ class LocalStack:
         _load(names.WORKER_HANDLER, "use")(Runtime.build(settings, clock=self.clock), registry)
         # The snapshot plus the journal after it, straight into moto (neither journaled nor timed
         # by the server); from here on every acknowledged write is journaled before its response.
-        self.local_state = state.LocalState(
+        self.restored_tasks = self.moto.recover(
             opts.state_dir,
-            EmulatedState(opts.region, deployed.table, deployed.rule),
-            self.moto.notifier.serial,
+            region=opts.region,
+            table=deployed.table,
+            rule=deployed.rule,
+            now=time.time(),
+            fresh=not opts.restore,
+            progress=progress,
         )
-        self.restored_tasks = self.local_state.recover(time.time(), fresh=not opts.restore, progress=progress)
-        self.moto.notifier.record_with(self.local_state)
         self._clients = clients  # from here on the table holds the whole state: stop() saves it
         timeout = opts.worker_timeout or deployed.worker_timeout or DEFAULT_WORKER_TIMEOUT_SECONDS
         self.worker = LocalFunction(
@@ -157,7 +163,7 @@ class LocalStack:
             self.worker.invoke_async,
             policy=FiringPolicy(jitter=opts.jitter, max_delivery_delay=opts.max_delivery_delay),
         )
-        self.moto.notifier.subscribe(self.emulator.notify)
+        self.moto.subscribe(self.emulator.notify)
         self.emulator.start()
         # The keeper keeps what is written from here on; the sync invocation below covers the restore.
         keeper = LocalKeeper.for_stack(self.moto, clients["cloudformation"], deployed.table, opts.region)
@@ -261,19 +267,24 @@ class LocalStack:
         saved = False
         if self._clients is not None and self.names is not None and self.moto is not None:
             self.phase = f"saving the state to {self.state_file}"
-            self.moto.notifier.freeze()  # abandoned invocations can no longer change the state
-            assert self.local_state is not None
-            self.local_state.compact()  # the whole state in state.json, the journal emptied
-            saved = True
+            try:
+                self.moto.freeze()  # abandoned invocations can no longer change the state
+                self.moto.compact()  # the whole state in state.json, the journal emptied
+                saved = True
+            except EmulatorError:
+                # What it acknowledged is in the journal, replayed at the next start.
+                logger.exception("the emulator could not save the state")
         self.phase = "stopping the emulator"
         if self.moto is not None:
-            self.moto.stop()
-        if self.local_state is not None:
-            self.local_state.close()
+            self.moto.stop()  # closes the journal too
         if self._lock is not None:
             self._lock.close()
         worker_drain.resume()  # for a stack started next in this process
         return saved
+
+    def emulator_running(self) -> bool:
+        """Whether the emulator process is still there (what it acknowledged is journaled if not)."""
+        return self.moto is not None and self.moto.running()
 
     def stopping_status(self) -> str:
         """What a stop in progress is waiting for (printed on a second Ctrl-C)."""
@@ -293,7 +304,7 @@ class LocalStack:
         return f"""
 nexttick local stack is running ({restored})
   API          {api}   (GET /health, GET /openapi.json, Swagger UI {api}/docs)
-  AWS (moto)   {self.moto.url}   table {self.names.table}, rule {self.names.rule}
+  AWS (moto)   {self.moto.url}   table {self.names.table}, rule {self.names.rule} (own process)
   worker       {self.names.worker_function} in-process, Lambda Invoke at {self.endpoint.url}
   actions      {", ".join(self.actions)}   (add your own with NEXTTICK_ACTIONS)
   resources    {self.names.source}
@@ -339,6 +350,7 @@ def run(options: LocalOptions) -> int:
     def progress(message: str) -> None:
         print(f"nexttick local: {message}", flush=True)
 
+    emulator_lost = False
     try:
         try:
             stack.start(progress)
@@ -346,11 +358,14 @@ def run(options: LocalOptions) -> int:
             print(f"error: {exc.message}", file=sys.stderr, flush=True)
             return exc.code
         print(stack.banner(), flush=True)
-        while not signals["stop"]:
+        while not signals["stop"] and stack.emulator_running():
             time.sleep(STOP_POLL_SECONDS)
+        if not signals["stop"]:
+            print("error: the emulator process ended; stopping", file=sys.stderr, flush=True)
+            emulator_lost = True
         print("stopping (Ctrl-C again to see what it waits for) ...", flush=True)
     finally:
         saved = stack.stop()
     if saved:
         print(f"stopped; state saved to {stack.state_file}", flush=True)
-    return 0
+    return 1 if emulator_lost else 0
