@@ -1,15 +1,15 @@
 """One page of `Editor.list(limit=20)` (what `GET /tasks` runs) as the backlog grows: wall time and
-items read, against moto in-process, with moto's own floor beside it.
+items read, against moto in-process as the local stack serves it, with moto's own floor beside it.
 
-Per backlog (pending one-shot tasks loaded with `TaskStore.bulk_insert`, due 1 to 31 days ahead):
+Per backlog (pending one-shot tasks loaded straight into moto's table, due 1 to 31 days ahead):
 the median wall time of a page, the items it read by the DynamoDB meter (queue entries and the
 page's tasks), its Query calls and read units, the load time, and `moto_query_s`: the median
 wall time of one raw boto3 Query with Limit=2 against one shard. That last figure is moto, not
-nexttick: moto 5 answers every Query by sorting all the table's items (every partition) and then
-filtering by partition key, so one Query costs O(table log table) whatever its Limit. A page makes
-one Query per shard and one per entry it consumes beyond a shard's head, so against moto its time
-is about `queries_per_page * moto_query_s`, and it grows with the backlog while the items we read
-do not.
+nexttick: even reading only the queried partition (local/motoserver.py `lighten_dynamodb`), moto
+compares and sorts every item of it on each Query, whatever its Limit, so a Query on one of 16
+queue shards costs O(backlog / 16). A page makes one Query per shard and one per entry it consumes
+beyond a shard's head, so against moto its time is about `queries_per_page * moto_query_s`, and it
+grows with the backlog while the items we read do not.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 from typing import Any
 
-from bench.harness import bulk_load, emulated_aws
+from bench.harness import direct_load, emulated_aws
 from editor import Editor
 from local.meter import DynamoMeter
 from nexttick.store import keys
@@ -59,7 +59,7 @@ def measure(count: int) -> dict[str, Any]:
         store = runtime.store
         started = time.perf_counter()
         if count:
-            bulk_load(store, count, datetime.now(UTC) + timedelta(days=1), timedelta(days=30), "listing")
+            direct_load(runtime, count, datetime.now(UTC) + timedelta(days=1), timedelta(days=30), "listing")
         load_s = time.perf_counter() - started
         editor = Editor(runtime=runtime)
         meter = DynamoMeter(store)
@@ -94,7 +94,8 @@ def run(quick: bool) -> dict[str, Any]:
 
     shards = next(iter(figures.values()))["shards"]
     return {
-        "backend": f"moto {version('moto')} in-process (mock_aws), {shards} queue shards",
+        "backend": f"moto {version('moto')} in-process (mock_aws), lightened as the local stack's, "
+        f"{shards} queue shards",
         "limit": LIMIT,
         "list_page_s": column("list_page_s"),
         "items_read_per_page": {n: f["entries_read"] + f["tasks_read"] for n, f in figures.items()},

@@ -79,7 +79,8 @@ def backlog(results: dict[str, Any], path: Path) -> bool:
         ("ours_items_per_create", "nexttick, per create", "^--"),
     )
     for key, label, style in series:
-        axes.plot(pending, [max(row[key], 1) for row in rows], style, label=label)
+        measured = [(n, row[key]) for n, row in zip(pending, rows, strict=True) if row[key] is not None]
+        axes.plot([n for n, _ in measured], [max(v, 1) for _, v in measured], style, label=label)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("pending tasks (backlog)")

@@ -200,7 +200,7 @@ def _row(what: str, anchor: str, target: str, measured: str, ok: bool | None) ->
 
 def _backlog_rows(results: dict[str, Any]) -> list[Row]:
     rows = results["backlog"]
-    what = "items read per {} against backlog 1e3 → 1e5 pending"
+    what = "items read per {} against backlog 1e3 → 1e6 pending"
     target = "flat in N (largest ≤ 2x smallest); ≥ 1,000x fewer than the scan at 1e5"
     anchor = "reference PoC: full scan (N)"
     out = []
@@ -212,12 +212,18 @@ def _backlog_rows(results: dict[str, Any]) -> list[Row]:
             out.append(_row(what.format(kind), anchor, target, "—", None))
             continue
         first, last = rows[0], rows[-1]
-        ratio = last[theirs] / max(last[ours], 1)
+        scanned = [row for row in rows if row[theirs] is not None][-1]  # the scan stops at 1e5
+        ratio = scanned[theirs] / max(scanned[ours], 1)
         measured = (
             f"{_cell(first[ours])} → {_cell(last[ours])} at {_cell(first['pending'])} → "
-            f"{_cell(last['pending'])}; scan {_cell(last[theirs])} ({ratio:,.0f}x fewer)"
+            f"{_cell(last['pending'])}; scan {_cell(scanned[theirs])} at {_cell(scanned['pending'])} "
+            f"({ratio:,.0f}x fewer)"
         )
-        ok = None if last["pending"] < 100_000 else last[ours] <= 2 * max(first[ours], 1) and ratio >= 1000
+        ok = (
+            None
+            if scanned["pending"] < 100_000
+            else all(row[ours] <= 2 * max(first[ours], 1) for row in rows) and ratio >= 1000
+        )
         out.append(_row(what.format(kind), anchor, target, measured, ok))
     return out
 
@@ -577,12 +583,15 @@ def _backlog_section(results: dict[str, Any]) -> str:
         return ""
     return (
         _section_head(results, "backlog", "Items read per create / per worker run against backlog")
-        + f"Baseline: the reference PoC, which scans its whole table on every add and every run. "
-        f"{results['detail']['backlog'][0]['due_now']} tasks are due at the run.\n\n"
+        + f"Baseline: the reference PoC, which scans its whole table on every add and every run "
+        f"(measured up to 1e5 pending: a Scan reads every item, and beyond that loading and scanning "
+        f"it through moto takes minutes). {results['detail']['backlog'][0]['due_now']} tasks are due "
+        f"at the run. The backlog is loaded straight into moto's table (`load_s`).\n\n"
         + _table(
             results["detail"]["backlog"],
             [
                 "pending",
+                "load_s",
                 "due_now",
                 "items_per_add",
                 "poc_items_per_add",

@@ -40,7 +40,7 @@ BENCH = Path(__file__).resolve().parent
 QUICK_OUT = BENCH / "quick"
 # In the order they run; each one's figures are results.json's detail.<section>.
 RUNNERS: dict[str, Callable[[bool], Any]] = {
-    "backlog": lambda quick: backlog.run((1_000, 10_000) if quick else (1_000, 10_000, 100_000)),
+    "backlog": lambda quick: backlog.run((1_000, 10_000) if quick else (1_000, 10_000, 100_000, 1_000_000)),
     "lifecycle": lifecycle.run,
     "burst": burst.run,
     "fanout": fanout.run,

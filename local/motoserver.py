@@ -300,13 +300,19 @@ def serialize_dynamodb_directly() -> None:
     DynamoResult.execute_result = _plain_json_result  # type: ignore[method-assign,assignment]
 
 
+def lighten_dynamodb() -> None:
+    """moto's DynamoDB as the local stack serves it: Query reads the queried partition only, item
+    operations answer in plain JSON (both above). Idempotent."""
+    query_partitions_only()
+    serialize_dynamodb_directly()
+
+
 class MotoServer:
     """moto's server application (all services) on 127.0.0.1, in a daemon thread."""
 
     def __init__(self, port: int = 0) -> None:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per AWS call
-        query_partitions_only()
-        serialize_dynamodb_directly()
+        lighten_dynamodb()
         self.notifier = RuleChangeNotifier(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(
             "127.0.0.1", port, self.notifier, threaded=True, request_handler=MotoRequestHandler

@@ -8,7 +8,7 @@ points at. Task reads are strongly consistent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from pynamodb.exceptions import PutError
@@ -17,7 +17,7 @@ from nexttick.constants import TASK_SK
 from nexttick.store import keys
 from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
-from nexttick.store.models import TaskItem
+from nexttick.store.models import QueueItem, TaskItem
 from nexttick.store.queue import QueueStore
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus
 
@@ -140,9 +140,17 @@ class TaskWrites(QueueStore):
         BatchWriteItem, unconditionally (loading a backlog for benchmarks and tests; never where an
         id could already exist). Sets each record's queue pointer."""
         with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
-            for record in records:
-                assert record.due is not None, "a pending task needs a due time"
-                entry = self._new_entry(record.id, Occurrence(record.due, record.due), created_at)
-                record.queue_key, record.queue_token = entry.key, entry.token
-                entries.save(queue_item(self.models.queue, entry))
-                tasks.save(task_item(self.models.task, record))
+            for entry, task in self.new_items(records, created_at):
+                entries.save(entry)
+                tasks.save(task)
+
+    def new_items(
+        self, records: Iterable[TaskRecord], created_at: datetime
+    ) -> Iterator[tuple[QueueItem, TaskItem]]:
+        """Each new pending task's fresh queue entry and task item, as `bulk_insert` writes them
+        (a benchmark loads them into its emulator directly). Sets each record's queue pointer."""
+        for record in records:
+            assert record.due is not None, "a pending task needs a due time"
+            entry = self._new_entry(record.id, Occurrence(record.due, record.due), created_at)
+            record.queue_key, record.queue_token = entry.key, entry.token
+            yield queue_item(self.models.queue, entry), task_item(self.models.task, record)

@@ -249,7 +249,7 @@ def test_idle_is_the_busier_precision_and_local_load_joins_listing() -> None:
 
 def test_headline_verdicts() -> None:
     rows = {row["what"]: row["status"] for row in report.headline(_results(_detail()))}
-    assert rows["items read per worker run against backlog 1e3 → 1e5 pending"] == report.MET
+    assert rows["items read per worker run against backlog 1e3 → 1e6 pending"] == report.MET
     # an early delivery among 4 (the target: none early among >= 200)
     assert rows["lateness (start - due), local stack, default EventBridge emulation"] == report.NOT_MET
     assert (
@@ -268,7 +268,28 @@ def test_headline_says_not_measured_below_the_target_size() -> None:
     detail = _detail()
     detail["backlog"] = detail["backlog"][:2]  # a quick run stops at 10,000 pending
     rows = {row["what"]: row["status"] for row in report.headline(_results(detail))}
-    assert rows["items read per worker run against backlog 1e3 → 1e5 pending"] == report.NOT_MEASURED
+    assert rows["items read per worker run against backlog 1e3 → 1e6 pending"] == report.NOT_MEASURED
+
+
+def test_the_backlog_beyond_the_scans_reach_is_judged_flat_against_the_last_scan(tmp_path: Path) -> None:
+    # Given a 1e6 row without the baseline's scan (measured up to 1e5)
+    detail = _detail()
+    detail["backlog"].append(
+        {**detail["backlog"][-1], "pending": 1_000_000, "poc_items_per_add": None, "poc_items_per_run": None}
+    )
+    results = _results(detail)
+    row = next(r for r in report.headline(results) if r["what"].startswith("items read per worker run"))
+    # Then the ratio is the last scan's, and the verdict holds over every row
+    assert row["status"] == report.MET and "scan 100,000 at 100,000" in row["measured"], row
+    detail["backlog"][-1]["items_per_run"] = 200  # no longer flat at 1e6
+    assert (
+        next(
+            r for r in report.headline(_results(detail)) if r["what"].startswith("items read per worker run")
+        )["status"]
+        == report.NOT_MET
+    )
+    # And the plot is drawn from the measured points
+    assert "backlog" in plots.write_all(copy.deepcopy(results), tmp_path)
 
 
 def test_report_names_each_command_backend_and_what_was_not_measured(tmp_path: Path) -> None:
