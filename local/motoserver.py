@@ -10,6 +10,7 @@ response leaves, so what the emulator acknowledged survives any end of the proce
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -17,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from moto import backends
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
@@ -307,12 +309,26 @@ def lighten_dynamodb() -> None:
     serialize_dynamodb_directly()
 
 
+def route_without_listing_moto() -> None:
+    """Resolve a request's service without listing moto's package directory each time.
+
+    moto's dispatcher (`get_backend_for_host`) calls `backends.list_of_moto_modules()` for every
+    request: an `os.listdir` of moto's package and an `isdir` per entry (about 150 system calls),
+    inside the server's request lock. Under the local stack's load that was more than half of a
+    DynamoDB Query's time in the lock (3.4 ms -> 1.4 ms per Query with the list kept). The package
+    does not change while the server runs. Idempotent."""
+    if not hasattr(backends.list_of_moto_modules, "cache_info"):
+        listing = backends.list_of_moto_modules
+        backends.list_of_moto_modules = functools.cache(lambda: tuple(listing()))
+
+
 class MotoServer:
     """moto's server application (all services) on 127.0.0.1, in a daemon thread."""
 
     def __init__(self, port: int = 0) -> None:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per AWS call
         lighten_dynamodb()
+        route_without_listing_moto()
         self.notifier = RuleChangeNotifier(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(
             "127.0.0.1", port, self.notifier, threaded=True, request_handler=MotoRequestHandler
