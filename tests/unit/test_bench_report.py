@@ -292,6 +292,17 @@ def test_the_backlog_beyond_the_scans_reach_is_judged_flat_against_the_last_scan
     assert "backlog" in plots.write_all(copy.deepcopy(results), tmp_path)
 
 
+def test_the_bench_run_time_is_judged_only_when_every_section_has_one() -> None:
+    def verdict(run_seconds: dict[str, float]) -> str:
+        results = {**_results(_detail()), "run_seconds": run_seconds}
+        return next(r for r in report.headline(results) if r["what"].startswith("`make bench`"))["status"]
+
+    every = dict.fromkeys(report.DEFAULT_BACKENDS, 100.0)  # 10 sections: 16.7 minutes
+    assert verdict(every) == report.MET
+    assert verdict({**every, "fanout": 1000.0}) == report.NOT_MET  # 31.7 minutes
+    assert verdict({"fanout": 100.0}) == report.NOT_MEASURED  # the other sections never ran
+
+
 def test_report_names_each_command_backend_and_what_was_not_measured(tmp_path: Path) -> None:
     detail = _detail(samples=False)
     del detail["listing"], detail["local_load"]
