@@ -1,6 +1,6 @@
 """Run the benchmarks side by side with their baselines; write results.json, REPORT.md and plots/.
 
-make bench                      # everything, into bench/ (about 47 minutes on 2 cores)
+make bench                      # everything, into bench/ (about 49 minutes on 2 cores)
 make bench-quick                # python -m bench.run --quick: small sizes, into bench/quick/
 python -m bench.run --only burst,lifecycle   # these sections; the others keep their latest figures
 python -m bench.run --quick --out /tmp/b     # anywhere else (the e2e test writes to a temp dir)
