@@ -90,21 +90,21 @@ def bulk_load(
     store: TaskStore, count: int, start: datetime, spread: timedelta, prefix: str, action: str = "log"
 ) -> None:
     """Load `count` pending one-shot tasks due between `start` and `start + spread` (the backlog)."""
+    store.bulk_insert(list(_backlog(count, start, spread, prefix, action)), start)
+
+
+def _backlog(
+    count: int, start: datetime, spread: timedelta, prefix: str, action: str
+) -> Iterator[TaskRecord]:
     step = spread / max(count, 1)
-    records = [
-        pending_once(f"{prefix}{i:07d}", start + step * i, start, action=action, payload={"n": i})
-        for i in range(count)
-    ]
-    store.bulk_insert(records, start)
+    for i in range(count):
+        yield pending_once(f"{prefix}{i:07d}", start + step * i, start, action=action, payload={"n": i})
 
 
 def direct_load(runtime: Runtime, count: int, start: datetime, spread: timedelta, prefix: str) -> None:
     """`bulk_load` straight into in-process moto's table (as the local stack restores its state):
     the same task items and queue entries, without a BatchWriteItem per 25 of them, so a backlog
     of a million loads in a bench's time. Only under `emulated_aws`."""
-    step = spread / max(count, 1)
-    records = (
-        pending_once(f"{prefix}{i:07d}", start + step * i, start, payload={"n": i}) for i in range(count)
-    )
+    records = _backlog(count, start, spread, prefix, action="log")
     state = EmulatedState(runtime.settings.region, runtime.settings.table_name, runtime.settings.rule_name)
     state.put(item.serialize() for pair in runtime.store.new_items(records, start) for item in pair)
