@@ -4,11 +4,12 @@ from editor import Editor
 ed = Editor.from_env()               # NEXTTICK_TABLE, NEXTTICK_RULE, NEXTTICK_WORKER_FUNCTION, AWS_REGION
 task = ed.schedule_in("log", 3 * 86400, {"to": "ada@example.com"})
 ed.reschedule(task.id, due="2030-12-01T09:00:00+01:00")
+ed.runs(task.id)                     # its run history, newest first, with its lateness
 ed.cancel(task.id)
 """
 
 from editor.client import Editor
-from editor.models import CreateResult, Page, Task, TaskChanges, TaskSpec
+from editor.models import CreateResult, Lateness, Page, Run, RunPage, Task, TaskChanges, TaskSpec
 from nexttick.errors import (
     ConflictError,
     NextTickError,
@@ -23,9 +24,12 @@ __all__ = [
     "ConflictError",
     "CreateResult",
     "Editor",
+    "Lateness",
     "NextTickError",
     "Page",
     "PayloadTooLargeError",
+    "Run",
+    "RunPage",
     "Task",
     "TaskChanges",
     "TaskNotFoundError",

@@ -23,8 +23,8 @@ from editor.changes import (
     updatable,
     version_mismatch,
 )
-from editor.models import CreateResult, Page, Task, TaskChanges, TaskSpec
-from editor.specs import check_page, encode_cursor
+from editor.models import CreateResult, Lateness, Page, Run, RunPage, Task, TaskChanges, TaskSpec
+from editor.specs import check_page, check_runs_page, encode_cursor, encode_runs_cursor
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings
 from nexttick.errors import ConflictError, TaskNotFoundError, ValidationError
@@ -180,6 +180,19 @@ class Editor:
         else:
             last_key = None
         return Page(items=items, next_cursor=encode_cursor(last_key) if last_key else None)
+
+    def runs(self, task_id: str, *, limit: int = 20, cursor: str | None = None) -> RunPage:
+        """The task's run history, newest first, `limit` per page (pass `next_cursor` back), with
+        its lateness over every kept run. One Query reads the whole kept history (the last
+        `run_history` runs); a task without runs costs one more read, to tell it from no task."""
+        before = check_runs_page(limit, cursor)
+        kept = [Run.of(record) for record in self.store.read_runs(task_id, slots=self.settings.run_history)]
+        if not kept and self.store.get_task(task_id) is None:
+            raise TaskNotFoundError(f"id: no task {task_id!r}", field="id")
+        rest = [run for run in kept if before is None or run.number < before]
+        page = rest[:limit]
+        more = len(rest) > limit
+        return RunPage(page, encode_runs_cursor(page[-1].number) if more else None, Lateness.of(kept))
 
     # ------------------------------------------------------------------ change
     def reschedule(

@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from nexttick.actions.base import idempotency_key
 from nexttick.schedules import ScheduleKind
-from nexttick.store.records import TaskFields, TaskRecord, TaskStatus
+from nexttick.store.records import RunRecord, TaskFields, TaskRecord, TaskStatus
 from nexttick.timeutil import format_instant, rfc3339
 
 UNSET: Any = object()  # "field not given" in TaskChanges (None may be a meaningful value)
@@ -113,3 +114,73 @@ class CreateResult:
 class Page:
     items: list[Task]
     next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One attempt of one occurrence, from the task's run history: `number` counts the task's runs
+    from 1. `lateness_seconds`: how long after its due instant (`run_at`: the occurrence's time, or
+    a retry's) the attempt started."""
+
+    number: int
+    scheduled_for: datetime
+    run_at: datetime
+    fired_at: datetime
+    started_at: datetime
+    finished_at: datetime
+    attempt: int
+    outcome: str
+    error: str | None
+    idempotency_key: str
+    lateness_seconds: float
+
+    @classmethod
+    def of(cls, record: RunRecord) -> Run:
+        return cls(
+            number=record.seq,
+            scheduled_for=record.scheduled_for,
+            run_at=record.run_at,
+            fired_at=record.fired_at,
+            started_at=record.started_at,
+            finished_at=record.finished_at,
+            attempt=record.attempt,
+            outcome=record.outcome,
+            error=record.error,
+            idempotency_key=idempotency_key(record.task_id, record.scheduled_for),
+            lateness_seconds=round(record.lateness_seconds, 6),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """Lateness over a task's kept runs: the newest run's, and the 99th percentile (nearest rank)."""
+
+    runs: int
+    last_seconds: float | None
+    p99_seconds: float | None
+
+    @classmethod
+    def of(cls, runs: list[Run]) -> Lateness:
+        """`runs` newest first."""
+        if not runs:
+            return cls(0, None, None)
+        ordered = sorted(run.lateness_seconds for run in runs)
+        rank = max(1, -(-99 * len(ordered) // 100))  # ceil(0.99 n)
+        return cls(len(runs), runs[0].lateness_seconds, ordered[rank - 1])
+
+
+@dataclass(frozen=True)
+class RunPage:
+    items: list[Run]
+    next_cursor: str | None
+    lateness: Lateness  # over every kept run, not only this page
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "items": [run.to_dict() for run in self.items],
+            "next_cursor": self.next_cursor,
+            "lateness": {f.name: getattr(self.lateness, f.name) for f in fields(self.lateness)},
+        }

@@ -19,6 +19,7 @@ from nexttick.constants import (
     MAX_PAYLOAD_BYTES,
     MAX_PAYLOAD_DEPTH,
     MAX_RETRY_BACKOFF_SECONDS,
+    MAX_RUNS_PAGE_SIZE,
     MAX_SPAN_SECONDS,
     MIN_ATTEMPTS,
     MIN_EVERY_SECONDS,
@@ -187,3 +188,23 @@ def decode_cursor(cursor: str) -> str:
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ValidationError("cursor: not a cursor returned by this API", field="cursor") from exc
     return key
+
+
+def check_runs_page(limit: Any, cursor: str | None) -> int | None:
+    """Check a run-history query; returns the run number its cursor continues before."""
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_RUNS_PAGE_SIZE:
+        raise ValidationError(f"limit: must be an integer between 1 and {MAX_RUNS_PAGE_SIZE}", field="limit")
+    if not cursor:
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        before = json.loads(base64.urlsafe_b64decode(padded.encode()))["before"]
+        if not isinstance(before, int) or isinstance(before, bool) or before < 1:
+            raise TypeError("cursor run number is not a positive integer")
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise ValidationError("cursor: not a cursor returned by this API", field="cursor") from exc
+    return before
+
+
+def encode_runs_cursor(before: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"before": before}).encode()).decode().rstrip("=")

@@ -56,6 +56,7 @@ class InfraConfig(BaseModel):
     page_size: config.PageSize = config.DEFAULT_PAGE_SIZE
     lease_seconds: config.LeaseSeconds = config.DEFAULT_LEASE_SECONDS
     retention_days: config.RetentionDays = config.DEFAULT_RETENTION_DAYS
+    run_history: config.RunHistory = config.DEFAULT_RUN_HISTORY
     max_invocations: config.MaxInvocations = config.DEFAULT_MAX_INVOCATIONS
     # Bounds DynamoDB load from overlapping runs and a burst's fan-out; None = unreserved (account pool).
     reserved_concurrency: int | None = Field(default=10, ge=1)
@@ -139,6 +140,7 @@ class InfraConfig(BaseModel):
             "NEXTTICK_PAGE_SIZE": str(self.page_size),
             "NEXTTICK_LEASE_SECONDS": str(self.lease_seconds),
             "NEXTTICK_RETENTION_DAYS": str(self.retention_days),
+            "NEXTTICK_RUN_HISTORY": str(self.run_history),
             "NEXTTICK_MAX_INVOCATIONS": str(self.max_invocations),
             "NEXTTICK_ACTIONS_CONFIG": json.dumps(self.actions, sort_keys=True, separators=(",", ":")),
             "NEXTTICK_WEBHOOK_ALLOWLIST": ",".join(self.webhook_allowlist),

@@ -22,15 +22,19 @@ from nexttick import constants
 
 def stream_filters() -> list[Mapping[str, Any]]:
     """Only task items and the rule record, inserted or modified, reach the keeper: queue-entry
-    writes (most of the table's traffic) and removals are dropped by Lambda, free of charge."""
+    and run-record writes (most of the table's traffic) and removals are dropped by Lambda, free of
+    charge."""
     changed = lambda_.FilterRule.or_("INSERT", "MODIFY")
-    tasks = lambda_.FilterRule.begins_with(constants.TASK_PK_PREFIX)
-    rule = lambda_.FilterRule.is_equal(constants.RULE_STATE_PK)
+    tasks = (lambda_.FilterRule.begins_with(constants.TASK_PK_PREFIX), [constants.TASK_SK])
+    rule = (lambda_.FilterRule.is_equal(constants.RULE_STATE_PK), [constants.RULE_STATE_SK])
     return [
         lambda_.FilterCriteria.filter(
-            {"eventName": changed, "dynamodb": {"Keys": {constants.PARTITION_KEY: {"S": key}}}}
+            {
+                "eventName": changed,
+                "dynamodb": {"Keys": {constants.PARTITION_KEY: {"S": pk}, constants.SORT_KEY: {"S": sk}}},
+            }
         )
-        for key in (tasks, rule)
+        for pk, sk in (tasks, rule)
     ]
 
 

@@ -29,11 +29,15 @@ PoolSize = Annotated[int, Field(ge=1, le=512)]
 PageSize = Annotated[int, Field(ge=1, le=1000)]
 RetentionDays = Annotated[int, Field(ge=1)]
 MaxInvocations = Annotated[int, Field(ge=1, le=64)]
+# Run records kept per task: one Query reads all of them (500 of about 0.4 KB stay well under the
+# 1 MB a Query returns).
+RunHistory = Annotated[int, Field(ge=1, le=500)]
 DEFAULT_LEASE_SECONDS = 60
 DEFAULT_POOL_SIZE = 32
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_RETENTION_DAYS = 7
 DEFAULT_MAX_INVOCATIONS = 4
+DEFAULT_RUN_HISTORY = 100
 
 
 class NextTickSettings(BaseSettings):
@@ -62,6 +66,8 @@ class NextTickSettings(BaseSettings):
     pool_size: PoolSize = DEFAULT_POOL_SIZE
     page_size: PageSize = DEFAULT_PAGE_SIZE
     retention_days: RetentionDays = DEFAULT_RETENTION_DAYS
+    # The newest runs kept per task (each attempt of each occurrence is one run record).
+    run_history: RunHistory = DEFAULT_RUN_HISTORY
     # Invocations a burst is spread over (the one the rule started and its helpers, each draining
     # its own group of shards); 1 = no fan-out. Bounded by the worker's reserved concurrency.
     max_invocations: MaxInvocations = DEFAULT_MAX_INVOCATIONS

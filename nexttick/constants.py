@@ -20,6 +20,8 @@ TASK_SK = "T"
 QUEUE_PK_PREFIX = "Q#"
 RULE_STATE_PK = "RULE"
 RULE_STATE_SK = "STATE"
+# A task's run records share its partition: `R#<slot>`, a ring of the task's last runs.
+RUN_SK_PREFIX = "R#"
 
 # The number of queue shards is part of the data layout: changing it strands queue entries.
 DEFAULT_QUEUE_SHARDS = 16
@@ -57,6 +59,7 @@ MAX_ATTEMPTS = 100
 MAX_RETRY_BACKOFF_SECONDS = 86400
 MAX_MISFIRE_GRACE_SECONDS = 366 * 86400
 MAX_PAGE_SIZE = 500
+MAX_RUNS_PAGE_SIZE = 100
 # Lengths of the API's string fields.
 MAX_ACTION_LENGTH = 256
 MAX_CRON_LENGTH = 256

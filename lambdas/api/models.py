@@ -267,6 +267,45 @@ class TaskPage(BaseModel):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 
+class RunOut(BaseModel):
+    """One attempt of one occurrence, from the task's run history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int = Field(description="The task's run number, counting from 1; the newest is highest.")
+    scheduled_for: datetime = Field(description="The occurrence this attempt belongs to (UTC).")
+    run_at: datetime = Field(description="When the attempt was due: the occurrence's time, or its retry's.")
+    fired_at: datetime = Field(description="When a worker claimed it.")
+    started_at: datetime
+    finished_at: datetime
+    attempt: int
+    outcome: Literal["succeeded", "failed", "retrying", "skipped"] = Field(
+        description="`retrying`: this attempt failed and another is scheduled; `skipped`: started "
+        "after the misfire grace, so not run."
+    )
+    error: str | None
+    idempotency_key: str = Field(description="The key every attempt of this occurrence was delivered with.")
+    lateness_seconds: float = Field(description="`started_at` - `run_at`.")
+
+
+class LatenessOut(BaseModel):
+    """Lateness over every kept run of the task (not only the page)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: int = Field(description="Runs kept (the newest `run_history` of the deployment).")
+    last_seconds: float | None = Field(description="The newest run's lateness; null without runs.")
+    p99_seconds: float | None = Field(description="99th percentile (nearest rank); null without runs.")
+
+
+class RunPageOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[RunOut] = Field(description="Newest first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+    lateness: LatenessOut
+
+
 class ErrorOut(BaseModel):
     """Every error: a stable code, a message that starts with the offending field, and that field."""
 

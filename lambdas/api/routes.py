@@ -31,6 +31,7 @@ from lambdas.api.models import (
     ErrorOut,
     Health,
     ListableStatus,
+    RunPageOut,
     TaskOut,
     TaskPage,
     UpdateTaskRequest,
@@ -222,6 +223,36 @@ def list_tasks(
 )
 def get_task(id: TaskId, editor: CurrentEditor) -> Response[Any]:
     return _task_response(editor.get(id))
+
+
+@_route(
+    "GET",
+    "/tasks/<id>/runs",
+    summary="Read a task's run history",
+    operation_id="listTaskRuns",
+    description="Every attempt of every occurrence, newest first: when it was due, claimed, started "
+    "and finished, its outcome and error, its idempotency key and lateness. The newest `run_history` "
+    "runs (a deployment setting, 100 by default) are kept; `lateness` summarises all of them.",
+    responses={
+        200: {"description": "One page.", "content": {"application/json": {"model": RunPageOut}}},
+        **_errors(404, 422),
+    },
+)
+def list_task_runs(
+    id: TaskId,
+    editor: CurrentEditor,
+    limit: Annotated[int, Query(ge=1, le=constants.MAX_RUNS_PAGE_SIZE, description="Page size.")] = 20,
+    cursor: Annotated[
+        Annotated[str, Field(max_length=512, pattern=CURSOR_REGEX)] | SkipJsonSchema[None],
+        Query(description="`next_cursor` of a previous page."),
+    ] = None,
+) -> Response[Any]:
+    page = editor.runs(id, limit=limit, cursor=cursor)
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=RunPageOut.model_validate(page.to_dict()).model_dump(mode="json"),
+    )
 
 
 @_route(

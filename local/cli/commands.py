@@ -1,5 +1,5 @@
-"""The commands: `local` starts the local stack; `add`, `ls`, `show`, `reschedule`, `cancel` and `sync`
-manage tasks through the editor library (or, for `sync`, the runtime) at the command's target."""
+"""The commands: `local` starts the local stack; `add`, `ls`, `show`, `runs`, `reschedule`, `cancel` and
+`sync` manage tasks through the editor library (or, for `sync`, the runtime) at the command's target."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from local.cli.format import describe_schedule, format_when, render_table, render_task
+from local.cli.format import describe_schedule, format_when, render_runs, render_table, render_task
 from local.cli.target import Target
 from nexttick.errors import ErrorCode, ValidationError
 from nexttick.timeutil import rfc3339
@@ -133,6 +133,17 @@ def cmd_ls(args: argparse.Namespace, target: Target, out: Output) -> int:
 def cmd_show(args: argparse.Namespace, target: Target, out: Output) -> int:
     task = _editor(target).get(args.id).to_dict()
     out.task(task, render_task(task, out.now()))
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace, target: Target, out: Output) -> int:
+    page = _editor(target).runs(args.id, limit=args.limit, cursor=args.cursor).to_dict()
+    if out.json:
+        out.emit(page)
+        return 0
+    out.line(render_runs(page, out.now()))
+    if page["next_cursor"]:
+        out.line(f"more: nexttick runs {args.id} --cursor {page['next_cursor']}")
     return 0
 
 

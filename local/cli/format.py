@@ -145,3 +145,33 @@ def render_task(task: Mapping[str, Any], now: datetime) -> str:
     ]
     width = max(len(name) for name, _ in lines)
     return "\n".join(f"{name.ljust(width)}  {value}" for name, value in lines if value is not None)
+
+
+def render_runs(page: Mapping[str, Any], now: datetime) -> str:
+    """A task's run history as an aligned table (UTC times) under its lateness summary."""
+    lateness = page["lateness"]
+    if not lateness["runs"]:
+        return "no runs yet"
+    summary = (
+        f"{lateness['runs']} runs kept; lateness last {lateness['last_seconds']:.3f}s, "
+        f"p99 {lateness['p99_seconds']:.3f}s"
+    )
+    header = ("#", "SCHEDULED FOR", "ATTEMPT", "OUTCOME", "STARTED", "LATENESS", "ERROR")
+    rows = [
+        (
+            str(run["number"]),
+            format_time(_parse_time(run["scheduled_for"]) or now),
+            str(run["attempt"]),
+            run["outcome"],
+            format_when(run["started_at"], now),
+            f"{run['lateness_seconds']:.3f}s",
+            (run["error"] or "")[:60],
+        )
+        for run in page["items"]
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
+    return "\n".join([summary, *lines])

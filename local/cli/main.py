@@ -14,6 +14,7 @@ from local.cli.commands import (
     cmd_local,
     cmd_ls,
     cmd_reschedule,
+    cmd_runs,
     cmd_show,
     cmd_sync,
 )
@@ -157,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("show", cmd_show, "show one task")
     p.add_argument("id")
+
+    p = command("runs", cmd_runs, "show a task's run history, newest first, with its lateness")
+    p.add_argument("id")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--cursor", help="continue after a previous page")
 
     p = command("reschedule", cmd_reschedule, "move a pending task to a new time or recurrence")
     p.add_argument("id")

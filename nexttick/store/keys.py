@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from datetime import datetime
 
-from nexttick.constants import QUEUE_PK_PREFIX, TASK_PK_PREFIX
+from nexttick.constants import QUEUE_PK_PREFIX, RUN_SK_PREFIX, TASK_PK_PREFIX
 from nexttick.timeutil import format_instant, parse_stored_instant
 
 
@@ -38,3 +38,8 @@ def split_queue_sort_key(key: str) -> tuple[datetime, str]:
 def upper_bound_for(instant: datetime) -> str:
     """A sort key greater than every entry due at or before `instant` ('$' sorts after '#')."""
     return f"{format_instant(instant)}$"
+
+
+def run_sort_key(slot: int) -> str:
+    """`R#<slot>`: a run record's place in its task's ring (sorts before the task's own `T`)."""
+    return f"{RUN_SK_PREFIX}{slot:04d}"

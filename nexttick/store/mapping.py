@@ -7,13 +7,14 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import MISSING, Field, fields, is_dataclass
+from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
 from nexttick.constants import TASK_SK
 from nexttick.store import keys
-from nexttick.store.models import LastRunAttribute, QueueItem, RuleStateItem, TaskItem
-from nexttick.store.records import LastRun, QueueEntry, RuleState, TaskRecord
+from nexttick.store.models import LastRunAttribute, QueueItem, RuleStateItem, RunItem, TaskItem
+from nexttick.store.records import LastRun, QueueEntry, RuleState, RunRecord, TaskRecord
 from nexttick.timeutil import from_epoch
 
 T = TypeVar("T")
@@ -29,6 +30,15 @@ def task_item(model: type[TaskItem], record: TaskRecord) -> TaskItem:
 
 def task_record(item: TaskItem) -> TaskRecord:
     return _read(TaskRecord, item, STORED_AS)
+
+
+def run_item(model: type[RunItem], run: RunRecord, slot: int, expires_at: datetime) -> RunItem:
+    attributes = {f.name: getattr(run, f.name) for f in fields(run)}
+    return model(keys.task_pk(run.task_id), keys.run_sort_key(slot), expires_at=expires_at, **attributes)
+
+
+def run_record(item: RunItem) -> RunRecord:
+    return _read(RunRecord, item, {})
 
 
 def _stored(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""PynamoDB models of the three item kinds in the single table, bound to a table at runtime."""
+"""PynamoDB models of the four item kinds in the single table, bound to a table at runtime."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ class TaskItem(Model):
     queue_token = UnicodeAttribute(null=True)
     request_hash = UnicodeAttribute(null=True)
     expires_at = TTLAttribute(null=True, attr_name=TTL_ATTRIBUTE)
+    run_seq = NumberAttribute(default=0)
 
 
 class QueueItem(Model):
@@ -76,6 +77,27 @@ class QueueItem(Model):
     lease_owner = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute(null=True)
     last_error = UnicodeAttribute(null=True)  # why the last claim was abandoned (if it said)
+
+
+class RunItem(Model):
+    """pk=T#<id>, sk=R#<slot> — one run of the task, in a ring of its last `run_history` runs."""
+
+    class Meta:
+        table_name: str | None = None
+
+    pk = UnicodeAttribute(hash_key=True, attr_name=PARTITION_KEY)
+    sk = UnicodeAttribute(range_key=True, attr_name=SORT_KEY)
+    task_id = UnicodeAttribute()
+    seq = NumberAttribute()
+    scheduled_for = UTCDateTimeAttribute()
+    run_at = UTCDateTimeAttribute()
+    fired_at = UTCDateTimeAttribute()
+    started_at = UTCDateTimeAttribute()
+    finished_at = UTCDateTimeAttribute()
+    attempt = NumberAttribute()
+    outcome = UnicodeAttribute()
+    error = UnicodeAttribute(null=True)
+    expires_at = TTLAttribute(null=True, attr_name=TTL_ATTRIBUTE)
 
 
 class RuleStateItem(Model):
@@ -101,6 +123,7 @@ class BoundModels:
     task: type[TaskItem]
     queue: type[QueueItem]
     rule: type[RuleStateItem]
+    run: type[RunItem]
 
 
 def bind_models(
@@ -131,4 +154,6 @@ def bind_models(
         meta = type("Meta", (), meta_attrs)
         return type(f"{base.__name__}_{table_name.replace('-', '_')}", (base,), {"Meta": meta})
 
-    return BoundModels(task=bind(TaskItem), queue=bind(QueueItem), rule=bind(RuleStateItem))
+    return BoundModels(
+        task=bind(TaskItem), queue=bind(QueueItem), rule=bind(RuleStateItem), run=bind(RunItem)
+    )

@@ -73,6 +73,29 @@ class TaskRecord(TaskFields):
     queue_token: str | None = None
     request_hash: str | None = None
     expires_at: datetime | None = None
+    # Run records written so far: the next one goes to ring slot `run_seq % run_history`.
+    run_seq: int = 0
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One attempt of one occurrence, as its task's run history keeps it."""
+
+    task_id: str
+    seq: int  # the task's run counter when written: orders the history, newest highest
+    scheduled_for: datetime
+    run_at: datetime  # the instant its queue entry was due (a retry's own time)
+    fired_at: datetime  # the worker claimed it
+    started_at: datetime
+    finished_at: datetime
+    attempt: int
+    outcome: str  # succeeded | failed | retrying | skipped
+    error: str | None = None
+
+    @property
+    def lateness_seconds(self) -> float:
+        """How long after its due instant the attempt started."""
+        return (self.started_at - self.run_at).total_seconds()
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Reads that decide correctness (task by id, queue head, due page, rule state) are strongly
 consistent: they all hit base-table items, never a GSI (docs/architecture.md). The store is
 assembled from its parts: tasks and the write protocol (writes), queue entries and claims (queue),
-the rule record (rule); items map to records in mapping.
+the rule record (rule), run history (runs); items map to records in mapping.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from nexttick import constants
 from nexttick.config import NextTickSettings
 from nexttick.store.models import bind_models
 from nexttick.store.rule import RuleStateStore
+from nexttick.store.runs import RunStore
 from nexttick.store.writes import TaskWrites
 
 
-class TaskStore(TaskWrites, RuleStateStore):
-    """Data access for tasks, queue entries and the rule record in one table."""
+class TaskStore(TaskWrites, RuleStateStore, RunStore):
+    """Data access for tasks, queue entries, run records and the rule record in one table."""
 
     def __init__(
         self,
@@ -39,11 +40,12 @@ class TaskStore(TaskWrites, RuleStateStore):
             credentials=credentials,
             max_pool_connections=max_pool_connections,
         )
-        # The three models share one table and one connection (one botocore client: a client costs
-        # ~0.25 s to build, which every Lambda cold start would pay three times otherwise).
+        # The models share one table and one connection (one botocore client: a client costs
+        # ~0.25 s to build, which every Lambda cold start would pay once per model otherwise).
         connection = self.models.task._get_connection()
         self.models.queue._connection = connection
         self.models.rule._connection = connection
+        self.models.run._connection = connection
         self._pool = ThreadPoolExecutor(
             max_workers=min(constants.MAX_PARALLEL_SHARD_READS, shards), thread_name_prefix="nexttick-shard"
         )

@@ -6,6 +6,9 @@
 * recurring → the next occurrence from the *scheduled* time (missed ones coalesce), or finished
   (`succeeded`) past `end`; a failure with attempts left retries first unless the retry would
   reach the next occurrence.
+* every attempt also leaves a run record (`history_record`) in the task's ring of runs; it expires
+  `retention` after the run, or — for a recurring task — when the ring would have overwritten it at
+  the schedule's pace, whichever is later (`history_expiry`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from nexttick.schedules import Recurrence, ScheduleKind
-from nexttick.store.records import LastRun, Occurrence, TaskRecord, TaskStatus
+from nexttick.store.records import LastRun, Occurrence, RunRecord, TaskRecord, TaskStatus
 
 MIN_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 7 * 86400.0
 MAX_ERROR_CHARS = 1000
+# However slow a schedule, a run record is gone after this long (a yearly cron keeps about 10 runs).
+MAX_HISTORY_KEEP = timedelta(days=3660)
 
 
 class RunOutcome(StrEnum):
@@ -135,3 +140,32 @@ def plan_completion(
         expires_at=now + retention,
     )
     return Plan(record, None, result)
+
+
+def history_record(
+    task: TaskRecord, a: Attempt, result: str, *, run_at: datetime, fired_at: datetime
+) -> RunRecord:
+    """The run record of attempt `a`, numbered after the task's last one."""
+    return RunRecord(
+        task_id=task.id,
+        seq=task.run_seq + 1,
+        scheduled_for=a.scheduled_for,
+        run_at=run_at,
+        fired_at=fired_at,
+        started_at=a.started_at,
+        finished_at=a.finished_at,
+        attempt=a.attempt,
+        outcome=result,
+        error=a.error[:MAX_ERROR_CHARS] if a.error else None,
+    )
+
+
+def history_expiry(
+    run: RunRecord, next_due: datetime | None, *, retention: timedelta, slots: int
+) -> datetime:
+    """When a run record expires: `retention` after the run, or later for a recurring task whose
+    ring covers more than that (`slots` runs at the pace of this occurrence to `next_due`)."""
+    keep = retention
+    if next_due is not None and next_due > run.scheduled_for:
+        keep = max(keep, (next_due - run.scheduled_for) * slots)
+    return run.finished_at + min(keep, MAX_HISTORY_KEEP)

@@ -31,7 +31,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,6 +46,8 @@ from nexttick.worker.completion import (
     MAX_ERROR_CHARS,
     Attempt,
     RunOutcome,
+    history_expiry,
+    history_record,
     misfired,
     plan_completion,
     record_only,
@@ -425,7 +427,7 @@ class Worker:
             lateness = lateness_ms
         self.hook("ran", claimed)
         with drain.completing():  # a stopping process waits for this before freezing its store
-            result = self._complete(claimed, task, attempt)
+            result = self._complete(claimed, task, attempt, fired_at=now)
         logger.info(
             "occurrence finished",
             extra={
@@ -462,8 +464,11 @@ class Worker:
         self.store.defer_entry(entry, self.owner, now + defer)
         return "deferred"
 
-    def _complete(self, entry: QueueEntry, task: TaskRecord | None, attempt: Attempt) -> str:
-        """Write the outcome with compare-and-set; then delete the claimed entry (by token)."""
+    def _complete(
+        self, entry: QueueEntry, task: TaskRecord | None, attempt: Attempt, fired_at: datetime
+    ) -> str:
+        """Record the run, write the outcome with compare-and-set; then delete the claimed entry (by
+        token)."""
         result = attempt.outcome.value
 
         def step(name: str) -> None:
@@ -476,14 +481,25 @@ class Worker:
             now = self.clock.now()
             if task.status != TaskStatus.PENDING or task.queue_token != entry.token:
                 # Rescheduled or cancelled while running: record the run only.
-                only = record_only(task, attempt, now)
-                if self.store.swap_occurrence(task, only, None, leaving=entry.ref, step=step):
-                    break
+                updated, run, outcome = record_only(task, attempt, now), None, attempt.outcome.value
             else:
                 plan = plan_completion(task, attempt, now, retention=self.retention, rng=self.rng)
-                if self.store.swap_occurrence(task, plan.record, plan.next_run, leaving=entry.ref, step=step):
-                    result = plan.result
-                    break
+                updated, run, outcome = plan.record, plan.next_run, plan.result
+            history = history_record(task, attempt, outcome, run_at=entry.run_at, fired_at=fired_at)
+            expires = history_expiry(
+                history,
+                run.scheduled_for if run is not None else None,
+                retention=self.retention,
+                slots=self.settings.run_history,
+            )
+            # Before the task: a crash between the two leaves the record, and the completion that
+            # follows (same task version, so the same slot) writes over it.
+            self.store.put_run(history, slots=self.settings.run_history, expires_at=expires)
+            step("run-recorded")
+            updated = replace(updated, run_seq=history.seq)
+            if self.store.swap_occurrence(task, updated, run, leaving=entry.ref, step=step):
+                result = outcome
+                break
             task = self.store.get_task(entry.task_id)  # changed meanwhile: decide on the fresh record
         else:
             raise RuntimeError(f"task {entry.task_id} kept changing; completion abandoned")

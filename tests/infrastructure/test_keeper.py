@@ -90,11 +90,19 @@ def test_stream_trigger_passes_only_task_and_rule_record_inserts_and_modificatio
 ) -> None:
     (_, mapping) = only(deploy.template, "AWS::Lambda::EventSourceMapping")
     patterns = [json.loads(f["Pattern"]) for f in mapping["Properties"]["FilterCriteria"]["Filters"]]
+    # (a task's run records share its partition: the sort key tells them from the task)
     assert patterns == [
-        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "T#"}]}}}},
-        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"pk": {"S": ["RULE"]}}}},
+        {
+            "eventName": ["INSERT", "MODIFY"],
+            "dynamodb": {"Keys": {"pk": {"S": [{"prefix": "T#"}]}, "sk": {"S": ["T"]}}},
+        },
+        {
+            "eventName": ["INSERT", "MODIFY"],
+            "dynamodb": {"Keys": {"pk": {"S": ["RULE"]}, "sk": {"S": ["STATE"]}}},
+        },
     ]
-    assert constants.TASK_PK_PREFIX == "T#" and constants.RULE_STATE_PK == "RULE"
+    assert (constants.TASK_PK_PREFIX, constants.TASK_SK) == ("T#", "T")
+    assert (constants.RULE_STATE_PK, constants.RULE_STATE_SK) == ("RULE", "STATE")
 
 
 def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:

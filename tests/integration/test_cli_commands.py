@@ -288,3 +288,31 @@ def test_errors_name_the_flag_the_user_typed(local: tuple[Path, Recorder, Any]) 
     # And --json keeps the API's field name, the message naming the flag
     body = json.loads(nexttick(state_dir, *add, "--in", "soon", "--json").stderr)
     assert body["field"] == "delay_seconds" and body["message"].startswith("--in: ")
+
+
+def test_runs_shows_the_history_newest_first_with_lateness(local: tuple[Path, Recorder, Any]) -> None:
+    # Given a task that a worker ran (against the local stack's emulator)
+    from nexttick.actions import build_registry
+    from nexttick.runtime import Runtime
+    from nexttick.worker import Worker
+
+    state_dir, _, _ = local
+    added = run_json(state_dir, "add", "--action", "log", "--in", "1s", "--id", "ran")
+    env = json.loads((state_dir / "local.json").read_text())["env"]
+    with mock.patch.dict(os.environ, env):
+        settings = NextTickSettings()
+        runtime = Runtime.build(settings)
+        registry = build_registry(settings.action_definitions(), settings)
+        while Editor(runtime=runtime).get("ran").status != "succeeded":
+            Worker(runtime, registry, owner="cli-test", remaining_ms=10_000).run()
+    # When its history is shown, as JSON and as text
+    page = run_json(state_dir, "runs", "ran")
+    code, text, _ = run(state_dir, "runs", "ran")
+    # Then both show the one run, its outcome and lateness
+    (entry,) = page["items"]
+    assert entry["outcome"] == "succeeded" and entry["scheduled_for"] == added["due"]
+    assert entry["idempotency_key"] == f"ran:{added['due']}"
+    assert page["lateness"]["runs"] == 1 and page["lateness"]["last_seconds"] == entry["lateness_seconds"]
+    assert code == 0 and "1 runs kept; lateness last" in text and "succeeded" in text
+    # And an unknown task is an error naming the id
+    assert run(state_dir, "runs", "missing")[0] == 1

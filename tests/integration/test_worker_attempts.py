@@ -33,7 +33,8 @@ def fail_task_writes(env: WorkerEnv, task_id: str, unless_status: str) -> list[s
 
     def before(params: dict[str, Any], **_: Any) -> None:
         item = params.get("Item", {})
-        if item.get("task_id", {}).get("S") == task_id and item["status"]["S"] != unless_status:
+        is_task = item.get("sk", {}).get("S") == "T"  # not one of its run records
+        if is_task and item.get("task_id", {}).get("S") == task_id and item["status"]["S"] != unless_status:
             refused.append(item["status"]["S"])
             raise ClientError(
                 {"Error": {"Code": "InternalServerError", "Message": "injected task write failure"}},

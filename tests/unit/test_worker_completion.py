@@ -10,7 +10,14 @@ import pytest
 
 from nexttick.store.records import TaskRecord
 from nexttick.worker import Attempt, RunOutcome, WorkerEvent, classify_event, plan_completion, retry_delay
-from nexttick.worker.completion import Plan, misfired, record_only
+from nexttick.worker.completion import (
+    MAX_HISTORY_KEEP,
+    Plan,
+    history_expiry,
+    history_record,
+    misfired,
+    record_only,
+)
 
 T0 = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)
 RETENTION = timedelta(days=7)
@@ -149,3 +156,29 @@ def test_events_are_classified() -> None:
     others: list[Any] = [{}, {"source": "nexttick", "action": "drop"}, {"source": "aws.s3"}, [], "x", None]
     for other in others:
         assert classify_event(other) is WorkerEvent.UNKNOWN
+
+
+def test_a_history_record_numbers_the_run_after_the_tasks_last_and_keeps_its_times() -> None:
+    a = attempt(RunOutcome.FAILED, n=2, error="x" * 5000)
+    run = history_record(task(run_seq=7), a, "retrying", run_at=T0 + timedelta(seconds=1), fired_at=T0)
+    assert (run.task_id, run.seq, run.attempt, run.outcome) == ("t1", 8, 2, "retrying")
+    assert (run.scheduled_for, run.run_at, run.fired_at) == (T0, T0 + timedelta(seconds=1), T0)
+    assert run.lateness_seconds == 1.0  # started at T0 + 2 s, due at T0 + 1 s
+    assert run.error is not None and len(run.error) == 1000
+
+
+@pytest.mark.parametrize(
+    ("next_due", "slots", "kept"),
+    [
+        (None, 100, RETENTION),  # one-shot or last run: the retention period
+        (T0, 100, RETENTION),  # a retry of the same occurrence
+        (T0 + timedelta(minutes=1), 100, RETENTION),  # the ring turns over within the retention
+        (T0 + timedelta(days=1), 100, timedelta(days=100)),  # daily: 100 runs back
+        (T0 + timedelta(days=365), 100, MAX_HISTORY_KEEP),  # yearly: capped
+    ],
+)
+def test_a_run_record_expires_after_the_retention_or_when_its_ring_would_turn_over(
+    next_due: datetime | None, slots: int, kept: timedelta
+) -> None:
+    run = history_record(task(), attempt(RunOutcome.SUCCEEDED), "succeeded", run_at=T0, fired_at=T0)
+    assert history_expiry(run, next_due, retention=RETENTION, slots=slots) == run.finished_at + kept
