@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench bench-quick fuzz clean bootstrap
+.PHONY: help venv browser run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench bench-quick fuzz clean bootstrap
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -21,6 +21,21 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 venv: $(STAMP) ## create/update .venv with every dependency
 
+# The console's browser tests drive Debian's Chromium through Playwright (never a browser Playwright
+# downloads). Installed here where the machine allows it (root with apt-get); elsewhere, or when the
+# install fails, one line says so and those tests skip.
+CHROMIUM := /usr/bin/chromium
+browser: ## install Chromium for the browser tests (root + apt-get), else say they will be skipped
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Chromium for the browser tests: apt-get install chromium"; \
+	  ( apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends chromium >/dev/null ) \
+	  || echo "apt-get could not install chromium: the browser tests will be skipped"; \
+	else \
+	  echo "no Chromium at $(CHROMIUM) (installing it needs root and apt-get): the browser tests will be skipped"; \
+	fi
+
 run: $(STAMP) ## start the local stack (moto + API + emulated EventBridge + worker)
 	$(VENV)/bin/nexttick local
 
@@ -28,7 +43,7 @@ run: $(STAMP) ## start the local stack (moto + API + emulated EventBridge + work
 # part, alone, so the other workers' load is not measured as lateness. Three workers on two cores:
 # the end-to-end tests spend most of their time waiting for tasks to fall due (10.4 instead of
 # 14.5 minutes for the parallel part on a 2-core machine).
-test: $(STAMP) ## the whole offline suite: unit, integration, infrastructure, e2e
+test: $(STAMP) browser ## the whole offline suite: unit, integration, infrastructure, e2e
 	$(VENV)/bin/pytest -n 3 --dist loadgroup -m "not timing" tests
 	$(VENV)/bin/pytest -m timing tests
 

@@ -3,9 +3,10 @@
 Dependencies come from requirements.txt as wheels for the Lambda platform (`pip install --platform
 manylinux... --only-binary=:all:`, so compiled packages such as pydantic-core get the Lambda
 build), installed once per (requirements, architecture, Python) into build/deps/<hash>/. The asset is
-that directory plus the runtime packages (nexttick/, editor/, lambdas/ — .py files; the developer
-tooling lives in packages of its own), assembled under build/lambda/<hash>/ and handed to CDK with
-that hash, so unchanged code keeps the same asset and repeated synths skip pip entirely.
+that directory plus the runtime packages (nexttick/, editor/, lambdas/ — .py files, and the web
+console's .html/.js/.css/.svg; the developer tooling lives in packages of its own), assembled under
+build/lambda/<hash>/ and handed to CDK with that hash, so unchanged code keeps the same asset and
+repeated synths skip pip entirely.
 
 Lambda's file system is read-only, so every module shipped without bytecode is compiled again at
 every cold start. Bytecode is valid only for the Python version that wrote it: the asset gets it
@@ -33,7 +34,8 @@ _PLATFORMS = {
     "arm64": ("manylinux2014_aarch64", "manylinux_2_28_aarch64"),
     "x86_64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
 }
-_RUNTIME_SUFFIXES = (".py", ".typed", ".json")
+# The web console's static files (lambdas/api/console/static/) ship beside the code that serves them.
+_RUNTIME_SUFFIXES = (".py", ".typed", ".json", ".html", ".js", ".css", ".svg")
 # Not needed at run time in Lambda: console scripts and bytecode for the build machine's Python.
 _PRUNE_DIRS = ("bin", "__pycache__")
 

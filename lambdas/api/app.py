@@ -1,6 +1,7 @@
 """The HTTP API as a Powertools REST resolver, validated by pydantic models, over the editor library:
-the routes (`routes.py`), request reading (`requests.py`), one error mapping (`errors.py`) and the
-OpenAPI document (`openapi.py`), assembled for one editor."""
+the routes (`routes.py`), request reading (`requests.py`), one error mapping (`errors.py`), the
+OpenAPI document (`openapi.py`) and the web console's static files (`console/`), assembled for one
+editor."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 from editor import Editor
-from lambdas.api import routes
+from lambdas.api import console, routes
 from lambdas.api.errors import register_error_handlers
 from lambdas.api.openapi import API_VERSION, DESCRIPTION, TITLE
 from lambdas.api.requests import JsonOnlyValidation, json_body
@@ -22,10 +23,12 @@ def _resource(rule: str) -> str:
     return re.sub(r"<(\w+)>", r"{\1}", rule)
 
 
-# API Gateway resource -> methods of every route the app serves (Swagger UI's page included).
+# API Gateway resource -> methods of every route the app serves (Swagger UI's page and the web
+# console's files included).
 RESOURCE_METHODS: dict[str, frozenset[str]] = {
     **{_resource(rule): frozenset(methods) for rule, methods in routes.ROUTE_METHODS.items()},
     routes.DOCS_PATH: frozenset({"GET"}),
+    **{_resource(rule): frozenset(methods) for rule, methods in console.ROUTE_METHODS.items()},
 }
 # The resources the local API Gateway adapter matches requests to (`resource`, `pathParameters`).
 RESOURCES = tuple(RESOURCE_METHODS)
@@ -46,6 +49,7 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
         return editors[0]
 
     app.include_router(routes.router)
+    app.include_router(console.router)  # the web console: static files, outside the OpenAPI document
     app.dependency_overrides[routes.current_editor] = editor
     app.dependency_overrides[routes.current_app] = lambda: app
     app.enable_swagger(path=routes.DOCS_PATH, title=TITLE, version=API_VERSION, description=DESCRIPTION)

@@ -14,6 +14,7 @@ from pathlib import Path
 from infra import names
 from infra.bundling import runtime_files
 from infra.synth import PROJECT_ROOT
+from lambdas.api.console import ASSETS, STATIC_DIR
 from tests.infrastructure.conftest import CONFIG
 
 HANDLERS = (names.WORKER_HANDLER, names.API_HANDLER, names.KEEPER_HANDLER)
@@ -48,6 +49,15 @@ def test_asset_file_list_leaves_out_developer_tooling_and_holds_the_handlers() -
     # ... and the three handlers are there
     for handler in HANDLERS:
         assert f"{_module(handler).replace('.', '/')}.py" in files, handler
+
+
+def test_the_asset_holds_every_file_the_web_console_serves() -> None:
+    # Given the files the asset is built from
+    files = {path.as_posix() for path in runtime_files(PROJECT_ROOT)}
+    # Then the console's page, script, style sheet and icon ship beside the API that serves them
+    static = STATIC_DIR.relative_to(PROJECT_ROOT).as_posix()
+    assert static.startswith(_module(names.API_HANDLER).rpartition(".")[0].replace(".", "/"))
+    assert {f"{static}/{name}" for name in ASSETS} <= files
 
 
 def test_each_handler_imports_from_the_asset_files_alone(tmp_path: Path) -> None:
