@@ -5,11 +5,24 @@ ed = Editor.from_env()               # NEXTTICK_TABLE, NEXTTICK_RULE, NEXTTICK_W
 task = ed.schedule_in("log", 3 * 86400, {"to": "ada@example.com"})
 ed.reschedule(task.id, due="2030-12-01T09:00:00+01:00")
 ed.runs(task.id)                     # its run history, newest first, with its lateness
+ed.upcoming(task.id, count=5)        # its next occurrences, with DST marks
 ed.cancel(task.id)
 """
 
 from editor.client import Editor
-from editor.models import CreateResult, Lateness, Page, Run, RunPage, Task, TaskChanges, TaskSpec
+from editor.models import (
+    CreateResult,
+    Lateness,
+    Page,
+    Preview,
+    Run,
+    RunPage,
+    Task,
+    TaskChanges,
+    TaskSpec,
+    Upcoming,
+    UpcomingRuns,
+)
 from nexttick.errors import (
     ConflictError,
     NextTickError,
@@ -28,6 +41,7 @@ __all__ = [
     "NextTickError",
     "Page",
     "PayloadTooLargeError",
+    "Preview",
     "Run",
     "RunPage",
     "Task",
@@ -35,6 +49,8 @@ __all__ = [
     "TaskNotFoundError",
     "TaskSpec",
     "UnknownActionError",
+    "Upcoming",
+    "UpcomingRuns",
     "ValidationError",
     "VersionMismatchError",
 ]

@@ -8,6 +8,7 @@ finishes what the first attempt may have left undone instead of failing.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -16,22 +17,43 @@ from typing import Any
 import boto3
 
 from editor.changes import (
+    DEFAULT_MAX_CATCH_UP,
+    Missed,
     already_applied,
     apply_changes,
+    check_missed,
     new_record,
+    paused,
     require_pending,
+    resumed,
+    skipped,
     updatable,
     version_mismatch,
 )
-from editor.models import CreateResult, Lateness, Page, Run, RunPage, Task, TaskChanges, TaskSpec
-from editor.specs import check_page, check_runs_page, encode_cursor, encode_runs_cursor
+from editor.models import (
+    CreateResult,
+    Lateness,
+    LatenessWindow,
+    Page,
+    Preview,
+    Run,
+    RunPage,
+    Task,
+    TaskChanges,
+    TaskSpec,
+    Upcoming,
+    UpcomingRuns,
+)
+from editor.specs import check_count, check_page, check_runs_page, encode_cursor, encode_runs_cursor
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings
+from nexttick.constants import MAX_LATENESS_MINUTES
 from nexttick.errors import ConflictError, TaskNotFoundError, ValidationError
 from nexttick.runtime import Runtime
-from nexttick.store import QueueEntry, TaskExistsError, TaskRecord, TaskStatus
+from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
+from nexttick.store import Pointer, QueueEntry, TaskExistsError, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
-from nexttick.store.records import Occurrence
+from nexttick.store.records import Occurrence, occurrence_of, recurrence_of
 
 _MAX_CAS_RETRIES = 20
 
@@ -131,9 +153,16 @@ class Editor:
             if existing is None:  # pragma: no cover - it existed a moment ago; TTL cannot be this fast
                 raise ConflictError("id: task id is being reused concurrently", field="id") from None
             return self._existing_for_repeat(existing, record)
-        assert record.due is not None
-        self.runtime.rule_sync.on_task_due(record.due)
+        assert record.queue_key is not None
+        self.runtime.rule_sync.on_task_due(split_queue_sort_key(record.queue_key)[0])  # jitter included
         return CreateResult(self._view(record), created=True)
+
+    def preview(self, spec: TaskSpec, *, count: int = 5) -> Preview:
+        """Validate `spec` as `create` would and show the task and its next `count` occurrences,
+        writing nothing (a dry run: the id, if given, is not looked up)."""
+        check_count(count)
+        record = new_record(spec, self.actions, self.clock.now())
+        return Preview(self._view(record), self._upcoming(record, count))
 
     def _existing_for_repeat(self, existing: TaskRecord, wanted: TaskRecord) -> CreateResult:
         if existing.request_hash != wanted.request_hash:
@@ -154,13 +183,16 @@ class Editor:
         return self._view(record, probe_lease=True)
 
     def list(self, *, status: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
-        """Pending (and running) tasks in due order, `limit` per page; pass `next_cursor` back.
+        """Pending (and running) tasks in due order, `limit` per page; pass `next_cursor` back. With
+        `status="paused"`, the paused tasks, in the order of their next due time.
 
         Reads one page per queue shard (strongly consistent), never the whole table."""
         after_key = check_page(status, limit, cursor)
         now = self.clock.now()
         per_shard = max(2, limit // self.store.shards + 2)
-        merged = self.store.merged_entries(after_key=after_key, page_size=per_shard)
+        parked = status == TaskStatus.PAUSED
+        wanted = TaskStatus.PAUSED if parked else TaskStatus.PENDING
+        merged = self.store.merged_entries(after_key=after_key, page_size=per_shard, parked=parked)
         items: list[Task] = []
         last_key: str | None = None
         # Read the tasks behind the entries in batches of what the page still needs: one round trip
@@ -170,7 +202,7 @@ class Editor:
             for entry in batch:
                 last_key = entry.key
                 record = records.get(entry.task_id)
-                if record is None or record.queue_token != entry.token or record.status != TaskStatus.PENDING:
+                if record is None or record.queue_token != entry.token or record.status != wanted:
                     continue  # a stale pointer (crash mid-change); the worker cleans it up
                 view = self._view(record, entry=entry, now=now)
                 if status is None or view.status == status:
@@ -193,6 +225,53 @@ class Editor:
         page = rest[:limit]
         more = len(rest) > limit
         return RunPage(page, encode_runs_cursor(page[-1].number) if more else None, Lateness.of(kept))
+
+    def lateness(self, *, minutes: int = 60) -> LatenessWindow:
+        """How late the runs of the last `minutes` (1 to 1,440; all tasks) started: a histogram the
+        workers keep per minute (one Query per hour of the window)."""
+        if (
+            isinstance(minutes, bool)
+            or not isinstance(minutes, int)
+            or not 1 <= minutes <= MAX_LATENESS_MINUTES
+        ):
+            raise ValidationError(
+                f"minutes: must be an integer between 1 and {MAX_LATENESS_MINUTES}", field="minutes"
+            )
+        until = self.clock.now()
+        since = until - timedelta(minutes=minutes)
+        return LatenessWindow(since, until, self.store.lateness_histogram(since, until))
+
+    def upcoming(self, task_id: str, *, count: int = 10) -> UpcomingRuns:
+        """The next `count` occurrences of a pending task from its next due one (none once it is
+        finished), each with its start (jitter included), wall time and DST mark."""
+        check_count(count)
+        record = self._read(task_id)
+        zone = record.timezone if record.schedule_kind is ScheduleKind.CRON else "UTC"
+        return UpcomingRuns(zone, self._upcoming(record, count))
+
+    def _upcoming(self, record: TaskRecord, count: int) -> builtins.list[Upcoming]:
+        if record.status != TaskStatus.PENDING or record.due is None:
+            return []
+        due = record.due
+        if record.schedule_kind is ScheduleKind.CRON:
+            # The due occurrence itself (it has not run yet), with the wall times a DST gap skipped
+            # between now and it.
+            recurrence, just_before = recurrence_of(record), timedelta(microseconds=1)
+            first = recurrence.upcoming(min(self.clock.now(), due) - just_before, 1)
+            if not (first and first[0].at == due):  # not the next one from now: say what it is alone
+                first = recurrence.upcoming(due - just_before, 1)
+            head = (
+                first[0]
+                if first and first[0].at == due
+                else UpcomingRun(due, due.astimezone(load_zone(record.timezone)))
+            )
+        else:
+            head = UpcomingRun(due, due)
+        runs = [head]
+        if record.schedule_kind is not ScheduleKind.ONCE and count > 1:
+            runs += recurrence_of(record).upcoming(due, count - 1)
+        runs = [run for run in runs if record.end is None or run.at <= record.end]
+        return [Upcoming.of(run, occurrence_of(record, run.at).run_at) for run in runs]
 
     # ------------------------------------------------------------------ change
     def reschedule(
@@ -244,17 +323,17 @@ class Editor:
                 committed = self.store.replace_task(updated, current.version)
             else:
                 leaving = self.store.entry_of(current)
-                committed = self.store.swap_occurrence(
-                    current, updated, Occurrence(due, due), leaving=leaving
-                )
+                run = occurrence_of(updated, due)
+                committed = self.store.swap_occurrence(current, updated, run, leaving=leaving)
             if committed:
                 if due is not None:
-                    self.runtime.rule_sync.on_task_due(due)
+                    self.runtime.rule_sync.on_task_due(run.run_at)
                 return self._view(updated)
         raise ConflictError("id: task is changing too often; retry", field="id")
 
     def cancel(self, task_id: str, *, expected_version: int | None = None) -> Task:
-        """Cancel a pending task (a recurring one stops for good). It stays readable as `cancelled`.
+        """Cancel a pending or paused task (a recurring one stops for good). It stays readable as
+        `cancelled`.
 
         Cancelling a cancelled task returns it (whatever `expected_version`), after deleting the
         queue entry an interrupted first cancel may have left."""
@@ -265,7 +344,8 @@ class Editor:
                 return self._view(current)
             if expected_version is not None and current.version != expected_version:
                 raise version_mismatch(current, expected_version)
-            require_pending(current)
+            if current.status != TaskStatus.PAUSED:
+                require_pending(current)
             now = self.clock.now()
             updated = replace(
                 current,
@@ -276,6 +356,95 @@ class Editor:
                 expires_at=now + timedelta(days=self.settings.retention_days),
             )
             if self.store.swap_occurrence(current, updated, None, leaving=self.store.entry_of(current)):
+                extra = self.store.extra_of(current)
+                if extra is not None:  # a waiting "run now" goes too (else the worker drops it as stale)
+                    self.store.discard_entry(extra)
+                return self._view(updated)
+        raise ConflictError("id: task is changing too often; retry", field="id")
+
+    # ------------------------------------------------------------------ steer
+    def pause(self, task_id: str, *, expected_version: int | None = None) -> Task:
+        """Pause a pending task: nothing of its schedule runs until it is resumed; it keeps its next
+        due time (its place) and its history. An occurrence already running completes."""
+
+        def change(current: TaskRecord, now: datetime) -> tuple[TaskRecord, Occurrence | None, bool]:
+            updated = paused(current, now)
+            assert updated.due is not None
+            return updated, Occurrence(updated.due, updated.due), True
+
+        return self._steer(task_id, expected_version, change)
+
+    def resume(
+        self,
+        task_id: str,
+        *,
+        missed: str | Missed = Missed.ONCE,
+        max_catch_up: int = DEFAULT_MAX_CATCH_UP,
+        expected_version: int | None = None,
+    ) -> Task:
+        """Resume a paused task. What fell due while it was paused: `skip` it, run the newest `once`
+        now, or run `each` of the newest `max_catch_up` one after the other from now (each under its
+        own idempotency key; the misfire grace still applies)."""
+        policy, catch_up = check_missed(missed, max_catch_up)
+        retention = timedelta(days=self.settings.retention_days)
+
+        def change(current: TaskRecord, now: datetime) -> tuple[TaskRecord, Occurrence | None, bool]:
+            updated, run = resumed(current, now, policy, catch_up, retention)
+            return updated, run, False
+
+        return self._steer(task_id, expected_version, change)
+
+    def skip(self, task_id: str, *, count: int = 1, expected_version: int | None = None) -> Task:
+        """Skip the next `count` occurrences of a pending or paused task (a one-shot's only one: it
+        ends `skipped`). An occurrence already running completes."""
+        retention = timedelta(days=self.settings.retention_days)
+
+        def change(current: TaskRecord, now: datetime) -> tuple[TaskRecord, Occurrence | None, bool]:
+            updated, run = skipped(current, count, now, retention)
+            return updated, run, current.status == TaskStatus.PAUSED
+
+        return self._steer(task_id, expected_version, change)
+
+    def run_now(self, task_id: str, *, expected_version: int | None = None) -> Task:
+        """Run one extra occurrence of a pending or paused task now, with its own idempotency key
+        (its scheduled time is now); the schedule is unchanged. One at a time: 409 while one waits."""
+        for _ in range(_MAX_CAS_RETRIES):
+            current = self._read(task_id)
+            if expected_version is not None and current.version != expected_version:
+                raise version_mismatch(current, expected_version)
+            if current.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
+                raise ConflictError(
+                    f"status: task is {current.status}, not pending or paused", field="status"
+                )
+            if current.extra_key is not None:
+                raise ConflictError(
+                    "status: a run-now occurrence of this task is already waiting", field="status"
+                )
+            now = self.clock.now()
+            updated = replace(current, version=current.version + 1, updated_at=now)
+            run = Occurrence(now, now)
+            if self.store.swap_occurrence(current, updated, run, leaving=None, pointer=Pointer.EXTRA):
+                self.runtime.rule_sync.on_task_due(now)
+                return self._view(updated)
+        raise ConflictError("id: task is changing too often; retry", field="id")
+
+    def _steer(
+        self,
+        task_id: str,
+        expected_version: int | None,
+        change: Any,
+    ) -> Task:
+        """Apply `change(current, now) -> (updated, occurrence or None, parked)` with compare-and-set,
+        moving the task's schedule pointer to the new occurrence's entry (parked for a paused task)."""
+        for _ in range(_MAX_CAS_RETRIES):
+            current = self._read(task_id)
+            if expected_version is not None and current.version != expected_version:
+                raise version_mismatch(current, expected_version)
+            updated, run, parked = change(current, self.clock.now())
+            leaving = self.store.entry_of(current)
+            if self.store.swap_occurrence(current, updated, run, leaving=leaving, parked=parked):
+                if run is not None and not parked:
+                    self.runtime.rule_sync.on_task_due(run.run_at)
                 return self._view(updated)
         raise ConflictError("id: task is changing too often; retry", field="id")
 
@@ -306,7 +475,8 @@ class Editor:
                 entry = self.store.get_entry(ref.shard, ref.key) if ref else None
             if entry is not None and entry.token == record.queue_token and entry.leased_at(now):
                 status = TaskStatus.RUNNING
-        return Task.of(record, status=status, next_attempt_at=next_attempt)
+        run_now_at = split_queue_sort_key(record.extra_key)[0] if record.extra_key else None
+        return Task.of(record, status=status, next_attempt_at=next_attempt, run_now_at=run_now_at)
 
 
 __all__ = ["Editor"]

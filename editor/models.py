@@ -8,7 +8,8 @@ from enum import Enum
 from typing import Any
 
 from nexttick.actions.base import idempotency_key
-from nexttick.schedules import ScheduleKind
+from nexttick.schedules import ScheduleKind, UpcomingRun
+from nexttick.store.lateness import LatenessHistogram
 from nexttick.store.records import RunRecord, TaskFields, TaskRecord, TaskStatus
 from nexttick.timeutil import format_instant, rfc3339
 
@@ -31,6 +32,9 @@ class TaskSpec:
     retry_backoff_seconds: float = 30.0
     misfire_grace_seconds: float | None = None
     end: str | datetime | None = None
+    dst_skipped: str | None = None  # cron only: "skip" (default) or "shift"
+    dst_repeated: str | None = None  # cron only: "first" (default), "last" or "both"
+    jitter_seconds: float | None = None
 
     def canonical(self) -> dict[str, Any]:
         """The body as given, for comparing repeated creates under one client id. Shallow: the
@@ -58,6 +62,9 @@ class TaskChanges:
     max_attempts: Any = UNSET
     retry_backoff_seconds: Any = UNSET
     misfire_grace_seconds: Any = UNSET
+    dst_skipped: Any = UNSET
+    dst_repeated: Any = UNSET
+    jitter_seconds: Any = UNSET
 
     def given(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not UNSET}
@@ -66,21 +73,34 @@ class TaskChanges:
 @dataclass(kw_only=True)
 class Task(TaskFields):
     """A task as users see it: its own fields, with `status` `running` while an occurrence holds a
-    live lease, `timezone` only for a cron schedule, and the time a retry is scheduled for."""
+    live lease, `timezone` and the DST policies only for a cron schedule, and the time a retry is
+    scheduled for."""
 
     next_attempt_at: datetime | None = None
+    run_now_at: datetime | None = None  # a "run now" occurrence waits (or retries) for this time
 
     @property
     def schedule(self) -> ScheduleKind:
         return self.schedule_kind
 
     @classmethod
-    def of(cls, record: TaskRecord, *, status: TaskStatus, next_attempt_at: datetime | None) -> Task:
+    def of(
+        cls,
+        record: TaskRecord,
+        *,
+        status: TaskStatus,
+        next_attempt_at: datetime | None,
+        run_now_at: datetime | None = None,
+    ) -> Task:
         own = {f.name: getattr(record, f.name) for f in fields(TaskFields)}
+        cron = record.schedule_kind is ScheduleKind.CRON
         own.update(
-            status=status, timezone=record.timezone if record.schedule_kind is ScheduleKind.CRON else None
+            status=status,
+            timezone=record.timezone if cron else None,
+            dst_skipped=record.dst_skipped if cron else None,
+            dst_repeated=record.dst_repeated if cron else None,
         )
-        return cls(**own, next_attempt_at=next_attempt_at)
+        return cls(**own, next_attempt_at=next_attempt_at, run_now_at=run_now_at)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict with RFC 3339 UTC timestamps, `schedule_kind` named `schedule`. Shallow:
@@ -183,4 +203,84 @@ class RunPage:
             "items": [run.to_dict() for run in self.items],
             "next_cursor": self.next_cursor,
             "lateness": {f.name: getattr(self.lateness, f.name) for f in fields(self.lateness)},
+        }
+
+
+@dataclass(frozen=True)
+class Upcoming:
+    """One future occurrence: its scheduled instant, when it starts (`run_at`: with the task's
+    jitter), the same instant on the wall clock of the task's zone, and its DST mark: `shifted`,
+    `repeated-first`, `repeated-second`, or None; `skipped`: wall times the `skip` policy dropped
+    since the occurrence before it."""
+
+    scheduled_for: datetime
+    run_at: datetime
+    local: datetime
+    dst: str | None
+    skipped: tuple[datetime, ...]
+
+    @classmethod
+    def of(cls, run: UpcomingRun, run_at: datetime) -> Upcoming:
+        return cls(run.at, run_at, run.local, run.dst.value if run.dst else None, run.skipped)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scheduled_for": rfc3339(self.scheduled_for),
+            "run_at": rfc3339(self.run_at),
+            "local": self.local.isoformat(),
+            "dst": self.dst,
+            "skipped": [wall.isoformat() for wall in self.skipped],
+        }
+
+
+@dataclass(frozen=True)
+class UpcomingRuns:
+    """A task's next occurrences and the zone their `local` times are in."""
+
+    timezone: str
+    items: list[Upcoming]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"timezone": self.timezone, "items": [run.to_dict() for run in self.items]}
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a create would make, written nowhere: the task and its next occurrences."""
+
+    task: Task
+    upcoming: list[Upcoming]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task.to_dict(), "upcoming": [run.to_dict() for run in self.upcoming]}
+
+
+@dataclass(frozen=True)
+class LatenessWindow:
+    """How late every run that started in [`since`, `until`) was, in fixed buckets (all tasks).
+    Percentiles and the maximum are bucket upper edges (an upper bound of the true value)."""
+
+    since: datetime
+    until: datetime
+    histogram: LatenessHistogram
+
+    def to_dict(self) -> dict[str, Any]:
+        h = self.histogram
+
+        def finite(ms: float | None) -> float | None:
+            return None if ms is None or ms == float("inf") else ms
+
+        return {
+            "since": rfc3339(self.since),
+            "until": rfc3339(self.until),
+            "runs": h.total,
+            "mean_ms": h.mean_ms,
+            "p50_ms": finite(h.percentile(50)),
+            "p90_ms": finite(h.percentile(90)),
+            "p99_ms": finite(h.percentile(99)),
+            "max_ms": finite(h.max_bound()),
+            "late_over_1s": h.late_over(1),
+            "buckets": [
+                {"le_ms": finite(edge), "count": count} for edge, count in zip(h.edges, h.counts, strict=True)
+            ],
         }

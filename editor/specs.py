@@ -26,14 +26,27 @@ from nexttick.constants import (
     TASK_ID_PATTERN,
 )
 from nexttick.errors import PayloadTooLargeError, UnknownActionError, ValidationError
-from nexttick.schedules import Recurrence, ScheduleKind, load_zone, validate_cron
+from nexttick.schedules import (
+    MAX_UPCOMING,
+    DstRepeated,
+    DstSkipped,
+    Recurrence,
+    ScheduleKind,
+    load_zone,
+    parse_dst_repeated,
+    parse_dst_skipped,
+    validate_cron,
+    validate_jitter,
+)
 from nexttick.store import TaskStatus
 from nexttick.store.keys import split_queue_sort_key
 from nexttick.timeutil import parse_duration, parse_instant
 
 _TASK_ID = re.compile(TASK_ID_PATTERN)
-LISTABLE_STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING)
+LISTABLE_STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.PAUSED)
 TIME_FIELDS = ("due", "delay_seconds", "cron", "every")
+# Fields that only a cron schedule takes: they shape its wall-clock times.
+CRON_FIELDS = ("timezone", "dst_skipped", "dst_repeated")
 
 
 def resolve_time(fields: dict[str, Any], now: datetime) -> tuple[ScheduleKind, Recurrence, datetime]:
@@ -42,8 +55,9 @@ def resolve_time(fields: dict[str, Any], now: datetime) -> tuple[ScheduleKind, R
         name = chosen[1] if chosen[1:] else "due"
         raise ValidationError(f"{name}: give exactly one of due, delay_seconds, cron, every", field=name)
     kind_field = chosen[0]
-    if fields.get("timezone") is not None and kind_field != "cron":
-        raise ValidationError("timezone: only applies to a cron schedule", field="timezone")
+    for name in CRON_FIELDS:
+        if fields.get(name) is not None and kind_field != "cron":
+            raise ValidationError(f"{name}: only applies to a cron schedule", field=name)
     if kind_field == "due":
         due = parse_instant(fields["due"], "due")
         return ScheduleKind.ONCE, Recurrence(ScheduleKind.ONCE), due
@@ -61,7 +75,14 @@ def resolve_time(fields: dict[str, Any], now: datetime) -> tuple[ScheduleKind, R
         expression = validate_cron(fields["cron"])
         zone = fields.get("timezone") or "UTC"
         load_zone(zone)
-        recurrence = Recurrence(ScheduleKind.CRON, cron=expression, timezone=zone)
+        skipped, repeated = fields.get("dst_skipped"), fields.get("dst_repeated")
+        recurrence = Recurrence(
+            ScheduleKind.CRON,
+            cron=expression,
+            timezone=zone,
+            dst_skipped=parse_dst_skipped(skipped) if skipped is not None else DstSkipped.SKIP,
+            dst_repeated=parse_dst_repeated(repeated) if repeated is not None else DstRepeated.FIRST,
+        )
         cron_due = recurrence.next_after(now)
         if cron_due is None:
             raise ValidationError("cron: expression never fires before 2200", field="cron")
@@ -208,3 +229,15 @@ def check_runs_page(limit: Any, cursor: str | None) -> int | None:
 
 def encode_runs_cursor(before: int) -> str:
     return base64.urlsafe_b64encode(json.dumps({"before": before}).encode()).decode().rstrip("=")
+
+
+def check_jitter(seconds: Any) -> float | None:
+    """None (no jitter) or 0 to 3600 seconds."""
+    return None if seconds is None else validate_jitter(seconds)
+
+
+def check_count(count: Any) -> int:
+    """How many upcoming occurrences to list: 1 to 100."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_UPCOMING:
+        raise ValidationError(f"count: must be an integer between 1 and {MAX_UPCOMING}", field="count")
+    return count

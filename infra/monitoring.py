@@ -35,10 +35,10 @@ def scheduler_metric(metric_name: str, statistic: str, period: Duration = _PERIO
 
 
 class Monitoring(Construct):
-    """Lateness p50/p99, runs/failures/skips, batch size (backlog proxy), worker errors/duration,
-    DLQ depth, the keeper's errors, iterator age and failed batches; alarms on lateness p99,
-    failures, DLQ depth, worker errors, the keeper's failed batches and its iterator age (optional
-    e-mail)."""
+    """Lateness p50/p90/p99/max, runs late > 1 s, runs/failures/skips, batch size (backlog proxy),
+    worker errors/duration, DLQ depth, the keeper's errors, iterator age and failed batches; alarms
+    on lateness p99, failures, DLQ depth, worker errors, the keeper's failed batches and its iterator
+    age (optional e-mail)."""
 
     def __init__(
         self,
@@ -54,8 +54,14 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         n = config.resource_names
-        lateness_p50 = scheduler_metric(constants.METRIC_LATENESS, "p50")
-        lateness_p99 = scheduler_metric(constants.METRIC_LATENESS, "p99")
+        # The dimensionless (service only) lateness: one value per executed run, whatever its action.
+        lateness = [
+            scheduler_metric(constants.METRIC_LATENESS, statistic).with_(label=label)
+            for statistic, label in (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("Maximum", "max"))
+        ]
+        late_runs = scheduler_metric(constants.METRIC_LATE_RUNS, "Sum").with_(
+            label=f"runs > {constants.LATE_RUN_THRESHOLD_SECONDS:g} s late"
+        )
         runs = scheduler_metric(constants.METRIC_RUNS, "Sum")
         failures = scheduler_metric(constants.METRIC_FAILURES, "Sum")
         skips = scheduler_metric(constants.METRIC_SKIPS, "Sum")
@@ -71,10 +77,11 @@ class Monitoring(Construct):
 
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=n.dashboard)
         self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Lateness (start - due), ms", left=lateness, width=8),
             cloudwatch.GraphWidget(
-                title="Lateness (start - due), ms", left=[lateness_p50, lateness_p99], width=12
+                title=f"Runs late > {constants.LATE_RUN_THRESHOLD_SECONDS:g} s", left=[late_runs], width=8
             ),
-            cloudwatch.GraphWidget(title="Occurrences", left=[runs, failures, skips], width=12),
+            cloudwatch.GraphWidget(title="Occurrences", left=[runs, failures, skips], width=8),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(

@@ -18,6 +18,8 @@ TTL_ATTRIBUTE = "expires_at"
 TASK_PK_PREFIX = "T#"
 TASK_SK = "T"
 QUEUE_PK_PREFIX = "Q#"
+# Paused tasks' entries: same layout as the queue, in partitions no worker reads.
+PARKED_PK_PREFIX = "P#"
 RULE_STATE_PK = "RULE"
 RULE_STATE_SK = "STATE"
 # A task's run records share its partition: `R#<slot>`, a ring of the task's last runs.
@@ -60,6 +62,8 @@ MAX_RETRY_BACKOFF_SECONDS = 86400
 MAX_MISFIRE_GRACE_SECONDS = 366 * 86400
 MAX_PAGE_SIZE = 500
 MAX_RUNS_PAGE_SIZE = 100
+# The lateness histogram's window: its items live two days; a day is what one read may cover.
+MAX_LATENESS_MINUTES = 1440
 # Lengths of the API's string fields.
 MAX_ACTION_LENGTH = 256
 MAX_CRON_LENGTH = 256
@@ -73,3 +77,8 @@ METRIC_FAILURES = "failures"  # failed attempts, including ones that will be ret
 METRIC_SKIPS = "skips"  # occurrences skipped by their misfire grace
 METRIC_LATENESS = "lateness"  # ms between due and start
 METRIC_BATCH_SIZE = "batch_size"  # occurrences started by one worker run
+METRIC_LATE_RUNS = "late_runs"  # occurrences executed more than LATE_RUN_THRESHOLD_SECONDS late
+LATE_RUN_THRESHOLD_SECONDS = 1.0
+
+# The lateness histogram (nexttick/store/lateness.py): pk `L#<YYYY-MM-DDTHH>` (UTC hour), sk `<MM>`.
+LATENESS_PK_PREFIX = "L#"

@@ -53,18 +53,22 @@ class KeeperReport:
 
 def scheduled_due(record: Mapping[str, Any]) -> datetime | None:
     """The due time a task stream record newly schedules, or None (not a task, not pending, due
-    unchanged, a removal)."""
+    unchanged, a removal): its schedule's next occurrence, or a "run now" occurrence just asked for
+    (pending or paused), whichever is earlier."""
     change = record.get("dynamodb", {})
     if record.get("eventName") not in _CHANGES or item_kind(change.get("Keys", {})) is not ItemKind.TASK:
         return None
     new = task_image(change["NewImage"])
-    if new.status != TaskStatus.PENDING or new.due is None:
-        return None
-    if "OldImage" in change:
-        old = task_image(change["OldImage"])
-        if old.status == TaskStatus.PENDING and old.due == new.due:
-            return None  # payload or policy update: its due time was covered when it was set
-    return new.due
+    old = task_image(change["OldImage"]) if "OldImage" in change else None
+    wanted: list[datetime] = []
+    # A payload or policy update leaves the due time as it was: it was covered when it was set.
+    new_due = old is None or old.status != TaskStatus.PENDING or old.due != new.due
+    if new.status == TaskStatus.PENDING and new.due is not None and new_due:
+        wanted.append(new.due)
+    new_run_now = old is None or old.run_now_at != new.run_now_at
+    if new.run_now_at is not None and new.status in (TaskStatus.PENDING, TaskStatus.PAUSED) and new_run_now:
+        wanted.append(new.run_now_at)
+    return min(wanted) if wanted else None
 
 
 def moves_rule(record: Mapping[str, Any]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 from aws_lambda_powertools.shared import constants
@@ -47,6 +47,23 @@ class _EMFProvider(AmazonCloudWatchEMFProvider):
 logger = Logger(service=SERVICE)
 metrics = Metrics(provider=_EMFProvider(namespace=NAMESPACE, service=SERVICE))
 tracer = Tracer(service=SERVICE)
+
+
+def add_metric_with_dimensions(name: str, unit: MetricUnit, value: float, **dimensions: str) -> None:
+    """One value of metric `name` under its own dimensions (plus `service`, as every metric here), on
+    an EMF line of its own printed at once (Powertools `single_metric`). The invocation's `metrics`
+    keep their dimension set and are flushed as before. With metrics disabled nothing happens:
+    `single_metric` does not check `POWERTOOLS_METRICS_DISABLED` itself and always prints."""
+    if is_metrics_disabled():
+        return
+    with single_metric(
+        name=name,
+        unit=unit,
+        value=value,
+        namespace=NAMESPACE,
+        default_dimensions={"service": SERVICE, **dimensions},
+    ):
+        pass
 
 
 def inject_lambda_context(*, correlation_id_path: str | None = None) -> Callable[[Handler], Handler]:
@@ -88,4 +105,13 @@ def inject_lambda_context(*, correlation_id_path: str | None = None) -> Callable
     return decorate
 
 
-__all__ = ["NAMESPACE", "SERVICE", "MetricUnit", "inject_lambda_context", "logger", "metrics", "tracer"]
+__all__ = [
+    "NAMESPACE",
+    "SERVICE",
+    "MetricUnit",
+    "add_metric_with_dimensions",
+    "inject_lambda_context",
+    "logger",
+    "metrics",
+    "tracer",
+]

@@ -132,6 +132,8 @@ def _field_of(location: tuple[Any, ...]) -> str:
         return "body"
     if location[0] == "header" and len(location) > 1:
         return "-".join(part.capitalize() for part in str(location[1]).split("-"))
+    if location[0] == "body" and len(location) > 2 and str(location[1])[:1].isupper():
+        return str(location[2])  # an optional body (`Model | None`): pydantic names the model first
     if len(location) > 1 and location[0] in ("body", "query", "path"):
         return str(location[1])
     return str(location[0])

@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from editor.changes import MAX_CATCH_UP, MAX_SKIP
 from nexttick.constants import (
     MAX_ACTION_LENGTH,
     MAX_ATTEMPTS,
@@ -31,7 +32,7 @@ from nexttick.constants import (
 )
 from nexttick.constants import TASK_ID_PATTERN as TASK_ID_REGEX
 from nexttick.errors import ErrorCode, NextTickError
-from nexttick.schedules import ScheduleKind
+from nexttick.schedules import MAX_JITTER_SECONDS, ScheduleKind
 from nexttick.store import TaskStatus
 from nexttick.timeutil import parse_duration
 
@@ -102,6 +103,16 @@ Payload = Annotated[
 ]
 
 
+DstSkippedName = Literal["skip", "shift"]
+DstRepeatedName = Literal["first", "last", "both"]
+Jitter = Annotated[Seconds, Field(le=MAX_JITTER_SECONDS)]
+JITTER_DESCRIPTION = (
+    "Start each occurrence up to this many seconds after its time, by a hash of its idempotency key: "
+    "spreads a herd of tasks on the same schedule; the same occurrence always gets the same offset, "
+    "never an earlier one."
+)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     NULLABLE: ClassVar[frozenset[str]] = frozenset()
@@ -132,6 +143,16 @@ class _TimeFields(_Strict):
     every: Duration | SkipJsonSchema[None] = Field(
         default=None, description="Run every interval, the first one interval from now."
     )
+    dst_skipped: DstSkippedName | SkipJsonSchema[None] = Field(
+        default=None,
+        description="`cron` only: a wall time a DST change skips does not run (`skip`, default) or runs "
+        "at the wall time read with the offset before the change, i.e. moved later by the gap (`shift`).",
+    )
+    dst_repeated: DstRepeatedName | SkipJsonSchema[None] = Field(
+        default=None,
+        description="`cron` only: a wall time a DST change repeats runs at its `first` pass (default), "
+        "its `last`, or `both`.",
+    )
     max_attempts: Annotated[int, Field(ge=MIN_ATTEMPTS, le=MAX_ATTEMPTS)] | SkipJsonSchema[None] = Field(
         default=None, description="Attempts per occurrence before it ends `failed` (default 3)."
     )
@@ -146,7 +167,7 @@ class CreateTaskRequest(_TimeFields):
     model_config = ConfigDict(
         json_schema_extra={
             "oneOf": [{"required": [name]} for name in _TIME_FIELDS],
-            "dependentRequired": {"timezone": ["cron"]},
+            "dependentRequired": {name: ["cron"] for name in ("timezone", "dst_skipped", "dst_repeated")},
             "dependentSchemas": {"end": {"anyOf": [{"required": ["cron"]}, {"required": ["every"]}]}},
         }
     )
@@ -161,6 +182,7 @@ class CreateTaskRequest(_TimeFields):
     misfire_grace_seconds: Annotated[Seconds, Field(le=MAX_MISFIRE_GRACE_SECONDS)] | SkipJsonSchema[None] = (
         Field(default=None, description="Skip an occurrence that would start later than due + grace.")
     )
+    jitter_seconds: Jitter | SkipJsonSchema[None] = Field(default=None, description=JITTER_DESCRIPTION)
     id: Annotated[str, Field(pattern=TASK_ID_REGEX)] | SkipJsonSchema[None] = Field(
         default=None,
         description="Client-chosen id. Repeating an identical create returns the task (200); "
@@ -171,9 +193,9 @@ class CreateTaskRequest(_TimeFields):
 class UpdateTaskRequest(_TimeFields):
     """Changes to a pending task: a new time (one time field), payload and/or policy.
 
-    `null` clears `end` and `misfire_grace_seconds`."""
+    `null` clears `end`, `misfire_grace_seconds` and `jitter_seconds`."""
 
-    NULLABLE: ClassVar[frozenset[str]] = frozenset({"end", "misfire_grace_seconds"})
+    NULLABLE: ClassVar[frozenset[str]] = frozenset({"end", "misfire_grace_seconds", "jitter_seconds"})
     model_config = ConfigDict(
         json_schema_extra={
             "minProperties": 1,
@@ -186,6 +208,7 @@ class UpdateTaskRequest(_TimeFields):
     misfire_grace_seconds: Annotated[Seconds, Field(le=MAX_MISFIRE_GRACE_SECONDS)] | None = Field(
         default=None, description="Skip an occurrence that would start later than due + grace."
     )
+    jitter_seconds: Jitter | None = Field(default=None, description=JITTER_DESCRIPTION)
 
 
 # Named request examples (Swagger UI prefills the first): the schema's per-field examples would
@@ -231,6 +254,27 @@ class LastRun(BaseModel):
 class ListableStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
+    PAUSED = "paused"
+
+
+class ResumeRequest(_Strict):
+    """What happens to the occurrences that fell due while the task was paused."""
+
+    missed: Literal["skip", "once", "each"] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="`skip`: none runs, on to the first one after now; `once` (default): the newest "
+        "runs now; `each`: the newest `max_catch_up` run one after the other from now, oldest first. "
+        "The misfire grace still applies to each.",
+    )
+    max_catch_up: Annotated[int, Field(ge=1, le=MAX_CATCH_UP)] | SkipJsonSchema[None] = Field(
+        default=None, description="With `each`: how many of the newest missed occurrences run (default 10)."
+    )
+
+
+class SkipRequest(_Strict):
+    count: Annotated[int, Field(ge=1, le=MAX_SKIP)] | SkipJsonSchema[None] = Field(
+        default=None, description="How many of the next occurrences to skip (default 1)."
+    )
 
 
 class TaskOut(BaseModel):
@@ -248,10 +292,19 @@ class TaskOut(BaseModel):
     timezone: str | None
     every_seconds: float | None
     end: datetime | None
-    next_attempt_at: datetime | None = Field(description="When a retry is scheduled, its time (UTC).")
+    run_now_at: datetime | None = Field(
+        description="A run-now occurrence is waiting (or retrying) for this time (UTC)."
+    )
+    next_attempt_at: datetime | None = Field(
+        description="When the pending attempt starts, if not at `due`: a retry's time, or `due` plus its "
+        "jitter (UTC)."
+    )
     max_attempts: int
     retry_backoff_seconds: float
     misfire_grace_seconds: float | None
+    dst_skipped: DstSkippedName | None = Field(description="`cron` only (null otherwise).")
+    dst_repeated: DstRepeatedName | None = Field(description="`cron` only (null otherwise).")
+    jitter_seconds: float | None
     attempts: int
     runs: int
     last_run: LastRun | None
@@ -265,6 +318,40 @@ class TaskPage(BaseModel):
 
     items: list[TaskOut]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class UpcomingOut(BaseModel):
+    """One future occurrence."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduled_for: datetime = Field(description="The occurrence's instant (UTC); its idempotency key's time.")
+    run_at: datetime = Field(description="When it starts: `scheduled_for` plus the task's jitter (UTC).")
+    local: str = Field(description="`scheduled_for` on the wall clock of the task's zone, with its offset.")
+    dst: Literal["shifted", "repeated-first", "repeated-second"] | None = Field(
+        description="`shifted`: its wall time fell in a DST gap and it runs after it (policy `shift`); "
+        "`repeated-first` / `repeated-second`: its wall time occurs twice that day, this is that pass."
+    )
+    skipped: list[str] = Field(
+        description="Wall times (local, no offset) a DST gap skipped since the occurrence before this "
+        "one, under policy `skip`: they do not run."
+    )
+
+
+class UpcomingPage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timezone: str = Field(description="The zone `local` is in (UTC except for cron schedules).")
+    items: list[UpcomingOut] = Field(description="Earliest first; empty once the task is finished.")
+
+
+class TaskPreview(BaseModel):
+    """A dry-run create: the task as it would be, and its next occurrences. Nothing was written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: TaskOut
+    upcoming: list[UpcomingOut]
 
 
 class RunOut(BaseModel):
@@ -304,6 +391,32 @@ class RunPageOut(BaseModel):
     items: list[RunOut] = Field(description="Newest first.")
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
     lateness: LatenessOut
+
+
+class LatenessBucketOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    le_ms: float | None = Field(description="Upper edge in ms (null: unbounded).")
+    count: int
+
+
+class LatenessWindowOut(BaseModel):
+    """How late the runs of every task that started in the window were."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    since: datetime
+    until: datetime
+    runs: int
+    mean_ms: float | None
+    p50_ms: float | None = Field(
+        description="Upper edge of the bucket holding the median (null: none, or unbounded)."
+    )
+    p90_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None = Field(description="Upper edge of the highest non-empty bucket.")
+    late_over_1s: int = Field(description="Runs that started more than 1 s late.")
+    buckets: list[LatenessBucketOut]
 
 
 class ErrorOut(BaseModel):

@@ -30,16 +30,22 @@ from lambdas.api.models import (
     CreateTaskRequest,
     ErrorOut,
     Health,
+    LatenessWindowOut,
     ListableStatus,
+    ResumeRequest,
     RunPageOut,
+    SkipRequest,
     TaskOut,
     TaskPage,
+    TaskPreview,
+    UpcomingPage,
     UpdateTaskRequest,
 )
 from lambdas.api.openapi import openapi_text
 from lambdas.api.requests import expected_version
 from nexttick import constants
 from nexttick.errors import ConflictError, VersionMismatchError
+from nexttick.schedules import MAX_UPCOMING
 from nexttick.store import TaskStatus
 
 # A cancel reads the task, then cancels that version; a task changing in between is read again.
@@ -167,9 +173,15 @@ def _occurrence_claimable(task: Task, now: datetime) -> bool:
     "/tasks",
     summary="Schedule a task",
     operation_id="createTask",
+    description="With `dry_run=true` the body is validated exactly as for a create and the answer "
+    "(200) is a preview: the task as it would be and its next five occurrences. Nothing is written.",
     responses={
         201: _task("Created.", created=True, links=True),
-        200: _task("An identical create with this client `id` already exists; it is returned.", links=True),
+        200: {
+            "description": "An identical create with this client `id` already exists; it is returned. "
+            "With `dry_run=true`: the preview.",
+            "content": {"application/json": {"model": TaskOut | TaskPreview}},
+        },
         **_errors(400, 409, 413, 415, 422),
     },
 )
@@ -177,8 +189,17 @@ def create_task(
     body: Annotated[CreateTaskRequest, Body(openapi_examples=_examples(CREATE_EXAMPLES))],
     editor: CurrentEditor,
     request: Request,
+    dry_run: Annotated[bool, Query(description="Validate and preview; write nothing.")] = False,
 ) -> Response[Any]:
-    result = editor.create(TaskSpec(**body.model_dump(exclude_none=True)))
+    spec = TaskSpec(**body.model_dump(exclude_none=True))
+    if dry_run:
+        preview = editor.preview(spec)
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=TaskPreview.model_validate(preview.to_dict()).model_dump(mode="json"),
+        )
+    result = editor.create(spec)
     return _task_response(result.task, 201 if result.created else 200, base_path(request))
 
 
@@ -256,6 +277,32 @@ def list_task_runs(
 
 
 @_route(
+    "GET",
+    "/tasks/<id>/upcoming",
+    summary="List a task's next occurrences",
+    operation_id="listTaskUpcoming",
+    description="The next `count` occurrences from the one due next, in UTC and on the wall clock of "
+    "the task's zone, each marked where a DST change shifts or repeats its wall time, with the wall "
+    "times a gap skips. Empty once the task is finished.",
+    responses={
+        200: {"description": "The occurrences.", "content": {"application/json": {"model": UpcomingPage}}},
+        **_errors(404, 422),
+    },
+)
+def list_task_upcoming(
+    id: TaskId,
+    editor: CurrentEditor,
+    count: Annotated[int, Query(ge=1, le=MAX_UPCOMING, description="How many.")] = 10,
+) -> Response[Any]:
+    upcoming = editor.upcoming(id, count=count)
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=UpcomingPage.model_validate(upcoming.to_dict()).model_dump(mode="json"),
+    )
+
+
+@_route(
     "PATCH",
     "/tasks/<id>",
     summary="Change the time, payload or policy of a pending task",
@@ -305,6 +352,103 @@ def cancel_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> 
             return _task_response(task, 202)
         return Response(status_code=204, body="")
     raise ConflictError("id: task is changing too often; retry", field="id")
+
+
+@_route(
+    "GET",
+    "/lateness",
+    summary="Lateness of recent runs, all tasks",
+    operation_id="getLateness",
+    description="A histogram of how late every run of the last `minutes` started (the workers add "
+    "up each minute's runs in fixed buckets), with percentiles and the count of runs over 1 s late.",
+    responses={
+        200: {"description": "The window.", "content": {"application/json": {"model": LatenessWindowOut}}},
+        **_errors(422),
+    },
+)
+def get_lateness(
+    editor: CurrentEditor,
+    minutes: Annotated[
+        int, Query(ge=1, le=constants.MAX_LATENESS_MINUTES, description="The window, up to now.")
+    ] = 60,
+) -> Response[Any]:
+    window = editor.lateness(minutes=minutes)
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=LatenessWindowOut.model_validate(window.to_dict()).model_dump(mode="json"),
+    )
+
+
+_STEER_ERRORS = _errors(400, 404, 409, 412, 415, 422)
+
+
+@_route(
+    "POST",
+    "/tasks/<id>/pause",
+    summary="Pause a pending task",
+    operation_id="pauseTask",
+    description="Nothing of its schedule runs until it is resumed; it keeps its next due time and its "
+    "history (a pending retry starts over at that time). An occurrence already running completes.",
+    responses={200: _task("The paused task.", links=True), **_STEER_ERRORS},
+)
+def pause_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> Response[Any]:
+    return _task_response(editor.pause(id, expected_version=expected_version(if_match)))
+
+
+@_route(
+    "POST",
+    "/tasks/<id>/resume",
+    summary="Resume a paused task",
+    operation_id="resumeTask",
+    responses={
+        200: _task("The resumed task (or, when nothing was left to run, the ended one).", links=True),
+        **_STEER_ERRORS,
+    },
+)
+def resume_task(
+    id: TaskId,
+    editor: CurrentEditor,
+    body: Annotated[ResumeRequest | SkipJsonSchema[None], Body()] = None,
+    if_match: IfMatch = None,
+) -> Response[Any]:
+    options = body.model_dump(exclude_none=True) if body is not None else {}
+    return _task_response(editor.resume(id, expected_version=expected_version(if_match), **options))
+
+
+@_route(
+    "POST",
+    "/tasks/<id>/skip",
+    summary="Skip the next occurrences of a task",
+    operation_id="skipTask",
+    description="Skips the next `count` occurrences of a pending or paused task; a one-shot task's only "
+    "occurrence is skipped and the task ends `skipped`. An occurrence already running completes.",
+    responses={200: _task("The task, due at its next kept occurrence.", links=True), **_STEER_ERRORS},
+)
+def skip_task(
+    id: TaskId,
+    editor: CurrentEditor,
+    body: Annotated[SkipRequest | SkipJsonSchema[None], Body()] = None,
+    if_match: IfMatch = None,
+) -> Response[Any]:
+    count = body.count if body is not None and body.count is not None else 1
+    return _task_response(editor.skip(id, count=count, expected_version=expected_version(if_match)))
+
+
+@_route(
+    "POST",
+    "/tasks/<id>/run-now",
+    summary="Run one extra occurrence now",
+    operation_id="runTaskNow",
+    description="One extra occurrence of a pending or paused task, now, with its own idempotency key "
+    "(its scheduled time is now); the schedule is unchanged. 409 while an earlier one still waits.",
+    responses={
+        200: _task("The task; `run_now_at` says when the extra occurrence runs.", links=True),
+        **_STEER_ERRORS,
+    },
+)
+def run_task_now(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> Response[Any]:
+    return _task_response(editor.run_now(id, expected_version=expected_version(if_match)))
 
 
 @_route(

@@ -1,5 +1,6 @@
-"""The commands: `local` starts the local stack; `add`, `ls`, `show`, `runs`, `reschedule`, `cancel` and
-`sync` manage tasks through the editor library (or, for `sync`, the runtime) at the command's target."""
+"""The commands: `local` starts the local stack; `add`, `ls`, `show`, `runs`, `upcoming`, `reschedule`,
+`pause`, `resume`, `skip`, `run-now`, `cancel`, `lateness` and `sync` manage tasks through the editor library
+(or, for `sync`, the runtime) at the command's target."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from local.cli.format import describe_schedule, format_when, render_runs, render_table, render_task
+from local.cli.format import (
+    describe_schedule,
+    format_when,
+    render_lateness,
+    render_runs,
+    render_table,
+    render_task,
+    render_upcoming,
+)
 from local.cli.target import Target
 from nexttick.errors import ErrorCode, ValidationError
 from nexttick.timeutil import rfc3339
@@ -96,6 +105,9 @@ def cmd_add(args: argparse.Namespace, target: Target, out: Output) -> int:
         "retry_backoff_seconds": args.retry_backoff,
         "misfire_grace_seconds": args.misfire_grace,
         "end": args.end,
+        "dst_skipped": args.dst_skipped,
+        "dst_repeated": args.dst_repeated,
+        "jitter_seconds": args.jitter,
     }
     spec = TaskSpec(
         action=args.action,
@@ -103,7 +115,12 @@ def cmd_add(args: argparse.Namespace, target: Target, out: Output) -> int:
         **fields,
         **{k: v for k, v in options.items() if v is not None},
     )
-    result = _editor(target).create(spec)
+    editor = _editor(target)
+    if args.dry_run:
+        preview = editor.preview(spec).to_dict()
+        out.task(preview, "dry run, nothing written:\n" + render_upcoming(preview["upcoming"], out.now()))
+        return 0
+    result = editor.create(spec)
     task = result.task.to_dict()
     verb = "scheduled" if result.created else "already exists (identical repeat)"
     due = format_when(task.get("due"), out.now(), task.get("timezone"))
@@ -147,6 +164,12 @@ def cmd_runs(args: argparse.Namespace, target: Target, out: Output) -> int:
     return 0
 
 
+def cmd_upcoming(args: argparse.Namespace, target: Target, out: Output) -> int:
+    upcoming = _editor(target).upcoming(args.id, count=args.count).to_dict()
+    out.task(upcoming, render_upcoming(upcoming["items"], out.now()))
+    return 0
+
+
 def cmd_reschedule(args: argparse.Namespace, target: Target, out: Output) -> int:
     """A one-shot time (`--at`, `--in`) for a recurring task would silently end its recurrence:
     refused unless `--once` says that is meant."""
@@ -181,6 +204,42 @@ def cmd_reschedule(args: argparse.Namespace, target: Target, out: Output) -> int
 def cmd_cancel(args: argparse.Namespace, target: Target, out: Output) -> int:
     task = _editor(target).cancel(args.id, expected_version=args.if_version).to_dict()
     out.task(task, f"cancelled: {task['id']}")
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace, target: Target, out: Output) -> int:
+    task = _editor(target).pause(args.id, expected_version=args.if_version).to_dict()
+    out.task(task, f"paused: {task['id']}, keeps its place (due {format_when(task.get('due'), out.now())})")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace, target: Target, out: Output) -> int:
+    task = (
+        _editor(target)
+        .resume(args.id, missed=args.missed, max_catch_up=args.max_catch_up, expected_version=args.if_version)
+        .to_dict()
+    )
+    due = format_when(task.get("due"), out.now(), task.get("timezone"))
+    out.task(task, f"resumed: {task['id']}, {task['status']}, due {due}")
+    return 0
+
+
+def cmd_skip(args: argparse.Namespace, target: Target, out: Output) -> int:
+    task = _editor(target).skip(args.id, count=args.count, expected_version=args.if_version).to_dict()
+    due = format_when(task.get("due"), out.now(), task.get("timezone"))
+    out.task(task, f"skipped {args.count}: {task['id']}, {task['status']}, due {due}")
+    return 0
+
+
+def cmd_run_now(args: argparse.Namespace, target: Target, out: Output) -> int:
+    task = _editor(target).run_now(args.id, expected_version=args.if_version).to_dict()
+    out.task(task, f"running now: {task['id']} (its schedule is unchanged)")
+    return 0
+
+
+def cmd_lateness(args: argparse.Namespace, target: Target, out: Output) -> int:
+    window = _editor(target).lateness(minutes=args.minutes).to_dict()
+    out.task(window, render_lateness(window))
     return 0
 
 

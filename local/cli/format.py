@@ -175,3 +175,51 @@ def render_runs(page: Mapping[str, Any], now: datetime) -> str:
         for row in [header, *rows]
     ]
     return "\n".join([summary, *lines])
+
+
+_DST_NOTES = {
+    "shifted": "DST gap: runs after it",
+    "repeated-first": "DST: first of two passes",
+    "repeated-second": "DST: second of two passes",
+}
+
+
+def render_upcoming(items: Sequence[Mapping[str, Any]], now: datetime) -> str:
+    """Next occurrences, one per line: local wall time with offset, UTC, how far, and DST notes."""
+    if not items:
+        return "no upcoming occurrences"
+    lines = []
+    for run in items:
+        for wall in run["skipped"]:
+            lines.append(f"{wall}  skipped (DST gap)")
+        note = _DST_NOTES.get(run["dst"] or "", "")
+        start = format_when(run["run_at"], now) if run["run_at"] != run["scheduled_for"] else ""
+        line = f"{run['local']}  {format_when(run['scheduled_for'], now)}"
+        line += f"  starts {start}" if start else ""
+        lines.append(line + (f"  [{note}]" if note else ""))
+    return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1000:g}s" if value >= 1000 else f"{value:g}ms"
+
+
+def render_lateness(window: Mapping[str, Any]) -> str:
+    """The lateness histogram as text bars, one per bucket, under its figures."""
+    if not window["runs"]:
+        return "no runs in this window"
+    lines = [
+        f"{window['runs']} runs; p50 <= {_ms(window['p50_ms'])}, p90 <= {_ms(window['p90_ms'])}, "
+        f"p99 <= {_ms(window['p99_ms'])}, max <= {_ms(window['max_ms'])}; "
+        f"{window['late_over_1s']} over 1 s late"
+    ]
+    widest = max(bucket["count"] for bucket in window["buckets"])
+    lower = "0"
+    for bucket in window["buckets"]:
+        label = f"<= {_ms(bucket['le_ms'])}" if bucket["le_ms"] is not None else f"> {lower}"
+        bar = "#" * max(1 if bucket["count"] else 0, round(40 * bucket["count"] / widest))
+        lines.append(f"{label:>10}  {bar} {bucket['count']}")
+        lower = _ms(bucket["le_ms"])
+    return "\n".join(lines)

@@ -11,12 +11,18 @@ from local.cli.commands import (
     Output,
     cmd_add,
     cmd_cancel,
+    cmd_lateness,
     cmd_local,
     cmd_ls,
+    cmd_pause,
     cmd_reschedule,
+    cmd_resume,
+    cmd_run_now,
     cmd_runs,
     cmd_show,
+    cmd_skip,
     cmd_sync,
+    cmd_upcoming,
 )
 from local.cli.target import Target, TargetError
 from nexttick.errors import ErrorCode, NextTickError
@@ -34,6 +40,13 @@ FLAGS = {
     "max_attempts": "--max-attempts",
     "retry_backoff_seconds": "--retry-backoff",
     "misfire_grace_seconds": "--misfire-grace",
+    "dst_skipped": "--dst-skipped",
+    "dst_repeated": "--dst-repeated",
+    "jitter_seconds": "--jitter",
+    "count": "--count",
+    "missed": "--missed",
+    "minutes": "--minutes",
+    "max_catch_up": "--max-catch-up",
     "version": "--if-version",
     "limit": "--limit",
     "cursor": "--cursor",
@@ -149,9 +162,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-backoff", type=float, help="base retry backoff in seconds (default 30)")
     p.add_argument("--misfire-grace", type=float, help="skip a run starting later than due + this")
     p.add_argument("--end", help="recurring tasks: no occurrence after this RFC 3339 time")
+    p.add_argument("--dst-skipped", choices=("skip", "shift"), help="cron: a wall time a DST gap skips")
+    p.add_argument(
+        "--dst-repeated", choices=("first", "last", "both"), help="cron: a wall time a DST fold repeats"
+    )
+    p.add_argument("--jitter", type=float, help="start each occurrence up to this many seconds late")
+    p.add_argument(
+        "--dry-run", action="store_true", help="validate and show the next occurrences; write nothing"
+    )
 
     p = command("ls", cmd_ls, "list pending and running tasks in due order")
-    p.add_argument("--status", choices=("pending", "running"))
+    p.add_argument("--status", choices=("pending", "running", "paused"))
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--cursor", help="continue after a previous page")
     p.add_argument("--all-pages", action="store_true", help="follow the cursors to the last page")
@@ -164,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--cursor", help="continue after a previous page")
 
+    p = command("upcoming", cmd_upcoming, "show a task's next occurrences, with DST marks")
+    p.add_argument("id")
+    p.add_argument("--count", type=int, default=10)
+
     p = command("reschedule", cmd_reschedule, "move a pending task to a new time or recurrence")
     p.add_argument("id")
     _time_options(p, required=False)
@@ -175,6 +200,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("cancel", cmd_cancel, "cancel a pending task")
     p.add_argument("id")
     p.add_argument("--if-version", type=int, help="only if the task is still at this version")
+
+    p = command("pause", cmd_pause, "pause a pending task (it keeps its place and its history)")
+    p.add_argument("id")
+    p.add_argument("--if-version", type=int, help="only if the task is still at this version")
+
+    p = command("resume", cmd_resume, "resume a paused task")
+    p.add_argument("id")
+    p.add_argument(
+        "--missed",
+        choices=("skip", "once", "each"),
+        default="once",
+        help="what fell due while paused: skip it, run the newest once (default), or each of the newest",
+    )
+    p.add_argument("--max-catch-up", type=int, default=10, help="with --missed each: how many (default 10)")
+    p.add_argument("--if-version", type=int, help="only if the task is still at this version")
+
+    p = command("skip", cmd_skip, "skip the next occurrences of a pending or paused task")
+    p.add_argument("id")
+    p.add_argument("--count", type=int, default=1)
+    p.add_argument("--if-version", type=int, help="only if the task is still at this version")
+
+    p = command("run-now", cmd_run_now, "run one extra occurrence now (the schedule is unchanged)")
+    p.add_argument("id")
+    p.add_argument("--if-version", type=int, help="only if the task is still at this version")
+
+    p = command("lateness", cmd_lateness, "how late the runs of the last minutes started (all tasks)")
+    p.add_argument("--minutes", type=int, default=60)
 
     command("sync", cmd_sync, "re-derive the rule from the table (and wake the worker if work is due)")
     return parser

@@ -3,10 +3,11 @@
 from nexttick.store.failures import AWS_FAILURES, aws_cause
 from nexttick.store.records import QueueEntry, RuleState, TaskRecord, TaskStatus
 from nexttick.store.repository import TaskStore
-from nexttick.store.writes import TaskExistsError
+from nexttick.store.writes import Pointer, TaskExistsError
 
 __all__ = [
     "AWS_FAILURES",
+    "Pointer",
     "QueueEntry",
     "RuleState",
     "TaskExistsError",

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import zlib
-from datetime import datetime
+from datetime import UTC, datetime
 
-from nexttick.constants import QUEUE_PK_PREFIX, RUN_SK_PREFIX, TASK_PK_PREFIX
+from nexttick.constants import (
+    LATENESS_PK_PREFIX,
+    PARKED_PK_PREFIX,
+    QUEUE_PK_PREFIX,
+    RUN_SK_PREFIX,
+    TASK_PK_PREFIX,
+)
 from nexttick.timeutil import format_instant, parse_stored_instant
 
 
@@ -18,8 +24,9 @@ def shard_of(task_id: str, shards: int) -> int:
     return zlib.crc32(task_id.encode()) % shards
 
 
-def queue_pk(shard: int) -> str:
-    return f"{QUEUE_PK_PREFIX}{shard:03d}"
+def queue_pk(shard: int, *, parked: bool = False) -> str:
+    """A queue shard's partition, or with `parked` its twin that holds paused tasks' entries."""
+    return f"{PARKED_PK_PREFIX if parked else QUEUE_PK_PREFIX}{shard:03d}"
 
 
 def queue_sort_key(run_at: datetime, task_id: str, token: str) -> str:
@@ -43,3 +50,10 @@ def upper_bound_for(instant: datetime) -> str:
 def run_sort_key(slot: int) -> str:
     """`R#<slot>`: a run record's place in its task's ring (sorts before the task's own `T`)."""
     return f"{RUN_SK_PREFIX}{slot:04d}"
+
+
+def lateness_key(minute: datetime) -> tuple[str, str]:
+    """(`L#<YYYY-MM-DDTHH>`, `<MM>`): a UTC minute's lateness histogram item; the hour's minutes
+    share a partition, so one Query reads an hour."""
+    utc = minute.astimezone(UTC)
+    return f"{LATENESS_PK_PREFIX}{utc:%Y-%m-%dT%H}", f"{utc:%M}"

@@ -84,7 +84,7 @@ def _convert(hint: Any, value: Any, field: Field[Any]) -> Any:
 
 def queue_item(model: type[QueueItem], entry: QueueEntry) -> QueueItem:
     return model(
-        keys.queue_pk(entry.shard),
+        keys.queue_pk(entry.shard, parked=entry.parked),
         entry.key,
         task_id=entry.task_id,
         token=entry.token,
@@ -94,7 +94,7 @@ def queue_item(model: type[QueueItem], entry: QueueEntry) -> QueueItem:
     )
 
 
-def queue_entry(item: QueueItem, shard: int) -> QueueEntry:
+def queue_entry(item: QueueItem, shard: int, *, parked: bool = False) -> QueueEntry:
     run_at, task_id = keys.split_queue_sort_key(item.sk)
     return QueueEntry(
         shard=shard,
@@ -108,6 +108,7 @@ def queue_entry(item: QueueItem, shard: int) -> QueueEntry:
         lease_owner=item.lease_owner,
         created_at=item.created_at,
         last_error=item.last_error,
+        parked=parked,
     )
 
 

@@ -1,4 +1,4 @@
-"""PynamoDB models of the four item kinds in the single table, bound to a table at runtime."""
+"""PynamoDB models of the five item kinds in the single table, bound to a table at runtime."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.attributes import (
+    BooleanAttribute,
     JSONAttribute,
     MapAttribute,
     NumberAttribute,
@@ -51,11 +52,18 @@ class TaskItem(Model):
     max_attempts = NumberAttribute()
     retry_backoff_seconds = NumberAttribute()
     misfire_grace_seconds = NumberAttribute(null=True)
+    dst_skipped = UnicodeAttribute(default="skip")
+    dst_repeated = UnicodeAttribute(default="first")
+    jitter_seconds = NumberAttribute(null=True)
     attempts = NumberAttribute(default=0)
     runs = NumberAttribute(default=0)
     last_run = LastRunAttribute(null=True)
     queue_key = UnicodeAttribute(null=True)
     queue_token = UnicodeAttribute(null=True)
+    queue_parked = BooleanAttribute(default=False)
+    extra_key = UnicodeAttribute(null=True)
+    extra_token = UnicodeAttribute(null=True)
+    catch_up_until = UTCDateTimeAttribute(null=True)
     request_hash = UnicodeAttribute(null=True)
     expires_at = TTLAttribute(null=True, attr_name=TTL_ATTRIBUTE)
     run_seq = NumberAttribute(default=0)
@@ -118,12 +126,40 @@ class RuleStateItem(Model):
     waiter_owner = UnicodeAttribute(null=True)
 
 
+class LatenessItem(Model):
+    """pk=L#<YYYY-MM-DDTHH>, sk=<MM> — how late the runs started in one UTC minute were: a count per
+    bucket of `nexttick.store.lateness.LATENESS_EDGES_MS` (`b<i>`), added to by every worker pass."""
+
+    class Meta:
+        table_name: str | None = None
+
+    pk = UnicodeAttribute(hash_key=True, attr_name=PARTITION_KEY)
+    sk = UnicodeAttribute(range_key=True, attr_name=SORT_KEY)
+    b0 = NumberAttribute(null=True)
+    b1 = NumberAttribute(null=True)
+    b2 = NumberAttribute(null=True)
+    b3 = NumberAttribute(null=True)
+    b4 = NumberAttribute(null=True)
+    b5 = NumberAttribute(null=True)
+    b6 = NumberAttribute(null=True)
+    b7 = NumberAttribute(null=True)
+    b8 = NumberAttribute(null=True)
+    b9 = NumberAttribute(null=True)
+    b10 = NumberAttribute(null=True)
+    b11 = NumberAttribute(null=True)
+    b12 = NumberAttribute(null=True)
+    total = NumberAttribute(null=True, attr_name="count")  # `Model.count` is a classmethod
+    sum_ms = NumberAttribute(null=True)
+    expires_at = TTLAttribute(null=True, attr_name=TTL_ATTRIBUTE)
+
+
 @dataclass(frozen=True)
 class BoundModels:
     task: type[TaskItem]
     queue: type[QueueItem]
     rule: type[RuleStateItem]
     run: type[RunItem]
+    lateness: type[LatenessItem]
 
 
 def bind_models(
@@ -155,5 +191,9 @@ def bind_models(
         return type(f"{base.__name__}_{table_name.replace('-', '_')}", (base,), {"Meta": meta})
 
     return BoundModels(
-        task=bind(TaskItem), queue=bind(QueueItem), rule=bind(RuleStateItem), run=bind(RunItem)
+        task=bind(TaskItem),
+        queue=bind(QueueItem),
+        rule=bind(RuleStateItem),
+        run=bind(RunItem),
+        lateness=bind(LatenessItem),
     )

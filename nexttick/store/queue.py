@@ -26,7 +26,9 @@ HEAD_PAGE_SIZE = 1
 class QueueStore(StoreBase):
     """The queue entries of TaskStore."""
 
-    def _new_entry(self, task_id: str, run: Occurrence, created_at: datetime) -> QueueEntry:
+    def _new_entry(
+        self, task_id: str, run: Occurrence, created_at: datetime, *, parked: bool = False
+    ) -> QueueEntry:
         """A fresh entry (not yet written): a new token, and so a sort key no entry has had."""
         token = uuid.uuid4().hex
         return QueueEntry(
@@ -38,29 +40,39 @@ class QueueStore(StoreBase):
             key=keys.queue_sort_key(run.run_at, task_id, token),
             attempt=run.attempt,
             created_at=created_at,
+            parked=parked,
         )
 
-    def _put_new_entry(self, task_id: str, run: Occurrence, created_at: datetime) -> QueueEntry:
-        entry = self._new_entry(task_id, run, created_at)
+    def _put_new_entry(
+        self, task_id: str, run: Occurrence, created_at: datetime, *, parked: bool = False
+    ) -> QueueEntry:
+        entry = self._new_entry(task_id, run, created_at, parked=parked)
         try:
             queue_item(self.models.queue, entry).save(condition=self.models.queue.pk.does_not_exist())
         except PutError as exc:
             # The key holds our fresh token, so only our own first attempt can have taken it (the
             # SDK resent a put whose answer was lost).
-            if not condition_failed(exc) or self.get_entry(entry.shard, entry.key) is None:
+            if not condition_failed(exc) or self.get_entry(entry.shard, entry.key, parked=parked) is None:
                 raise
         return entry
 
     def entry_of(self, record: TaskRecord) -> EntryRef | None:
-        """The queue entry the task points at, if any."""
+        """The queue entry the task's schedule points at (parked while it is paused), if any."""
         if record.queue_key is None or record.queue_token is None:
             return None
-        return EntryRef(keys.shard_of(record.id, self.shards), record.queue_key, record.queue_token)
+        shard = keys.shard_of(record.id, self.shards)
+        return EntryRef(shard, record.queue_key, record.queue_token, record.queue_parked)
+
+    def extra_of(self, record: TaskRecord) -> EntryRef | None:
+        """The entry of the task's pending "run now" occurrence, if any."""
+        if record.extra_key is None or record.extra_token is None:
+            return None
+        return EntryRef(keys.shard_of(record.id, self.shards), record.extra_key, record.extra_token)
 
     def discard_entry(self, ref: EntryRef) -> bool:
         """Delete an entry only if it is still the one with `ref.token` (never someone else's). Alone,
         for entries no task points at (a crash's leftovers); the write protocol uses it in order."""
-        item = self.models.queue(keys.queue_pk(ref.shard), ref.key)
+        item = self.models.queue(keys.queue_pk(ref.shard, parked=ref.parked), ref.key)
         try:
             item.delete(condition=self.models.queue.token == ref.token)
         except DeleteError as exc:
@@ -69,12 +81,12 @@ class QueueStore(StoreBase):
             raise
         return True
 
-    def get_entry(self, shard: int, key: str) -> QueueEntry | None:
+    def get_entry(self, shard: int, key: str, *, parked: bool = False) -> QueueEntry | None:
         try:
-            item = self.models.queue.get(keys.queue_pk(shard), key, consistent_read=True)
+            item = self.models.queue.get(keys.queue_pk(shard, parked=parked), key, consistent_read=True)
         except self.models.queue.DoesNotExist:
             return None
-        return queue_entry(item, shard)
+        return queue_entry(item, shard, parked=parked)
 
     def claim(self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str) -> QueueEntry | None:
         """Lease an entry for one worker: succeeds only if it is unchanged and not leased (or its lease
@@ -155,10 +167,17 @@ class QueueStore(StoreBase):
         return True
 
     def shard_entries(
-        self, shard: int, *, up_to: datetime | None = None, after_key: str | None = None, page_size: int = 100
+        self,
+        shard: int,
+        *,
+        up_to: datetime | None = None,
+        after_key: str | None = None,
+        page_size: int = 100,
+        parked: bool = False,
     ) -> Iterator[QueueEntry]:
         """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`
-        and/or after the sort key `after_key`. Lazily paged: callers read only what they consume."""
+        and/or after the sort key `after_key`; with `parked`, of its paused tasks' twin partition.
+        Lazily paged: callers read only what they consume."""
         q = self.models.queue
         condition: Condition | None = None
         if up_to is not None and after_key is not None:
@@ -171,12 +190,12 @@ class QueueStore(StoreBase):
         elif after_key is not None:
             condition = q.sk > after_key
         for item in q.query(
-            keys.queue_pk(shard),
+            keys.queue_pk(shard, parked=parked),
             range_key_condition=condition,
             consistent_read=True,
             page_size=page_size,
         ):
-            yield queue_entry(item, shard)
+            yield queue_entry(item, shard, parked=parked)
 
     def merged_entries(
         self,
@@ -185,11 +204,12 @@ class QueueStore(StoreBase):
         after_key: str | None = None,
         page_size: int = 100,
         shards: Collection[int] | None = None,
+        parked: bool = False,
     ) -> Iterator[QueueEntry]:
         """Entries of all shards (or of `shards`) in run-time order (as `shard_entries`), merged. The
         shards' first pages are read in parallel: one round trip of latency instead of one per shard."""
         streams = [
-            self.shard_entries(shard, up_to=up_to, after_key=after_key, page_size=page_size)
+            self.shard_entries(shard, up_to=up_to, after_key=after_key, page_size=page_size, parked=parked)
             for shard in (range(self.shards) if shards is None else sorted(shards))
         ]
         firsts = list(self._pool.map(lambda stream: next(stream, None), streams))

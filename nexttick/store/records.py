@@ -7,7 +7,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from nexttick.schedules import ScheduleKind
+from nexttick.actions.base import idempotency_key
+from nexttick.schedules import DstRepeated, DstSkipped, Recurrence, ScheduleKind, jittered
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class TaskStatus(StrEnum):
 
     PENDING = "pending"
     RUNNING = "running"
+    PAUSED = "paused"  # keeps its schedule and history; its entry is parked where no worker reads
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -49,6 +51,11 @@ class TaskFields:
     max_attempts: int = 3
     retry_backoff_seconds: float = 30.0
     misfire_grace_seconds: float | None = None
+    # Cron only: what a wall time that a DST change skips or repeats does (nexttick/schedules.py).
+    dst_skipped: DstSkipped | None = None
+    dst_repeated: DstRepeated | None = None
+    # Each occurrence starts up to this much after its scheduled time, by a hash of its key.
+    jitter_seconds: float | None = None
     attempts: int = 0
     runs: int = 0
     last_run: LastRun | None = None
@@ -60,6 +67,10 @@ class TaskFields:
         # Given as plain strings (the table, JSON, tests) they become the enums all the same.
         self.status = TaskStatus(self.status)
         self.schedule_kind = ScheduleKind(self.schedule_kind)
+        if self.dst_skipped is not None:
+            self.dst_skipped = DstSkipped(self.dst_skipped)
+        if self.dst_repeated is not None:
+            self.dst_repeated = DstRepeated(self.dst_repeated)
 
 
 @dataclass(kw_only=True)
@@ -67,10 +78,18 @@ class TaskRecord(TaskFields):
     """One task as stored."""
 
     timezone: str = "UTC"  # stored for every kind; only a cron schedule uses it
-    # The live queue entry (sort key, token); a cancelled task keeps its last one, so that a repeated
-    # cancel can still delete it.
+    dst_skipped: DstSkipped = DstSkipped.SKIP  # likewise
+    dst_repeated: DstRepeated = DstRepeated.FIRST
+    # The live queue entry (sort key, token; `queue_parked`: in the parked partitions, for a paused
+    # task); a cancelled task keeps its last one, so that a repeated cancel can still delete it.
     queue_key: str | None = None
     queue_token: str | None = None
+    queue_parked: bool = False
+    # The entry of a "run now" occurrence (one at a time), beside the schedule's own.
+    extra_key: str | None = None
+    extra_token: str | None = None
+    # Resumed with "each": occurrences up to this one run one by one instead of coalescing.
+    catch_up_until: datetime | None = None
     request_hash: str | None = None
     expires_at: datetime | None = None
     # Run records written so far: the next one goes to ring slot `run_seq % run_history`.
@@ -100,11 +119,13 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class EntryRef:
-    """Where one queue entry is (`shard`, sort `key`) and the `token` that proves it is that entry."""
+    """Where one queue entry is (`shard`, sort `key`, `parked` or queued) and the `token` that proves
+    it is that entry."""
 
     shard: int
     key: str
     token: str
+    parked: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +135,25 @@ class Occurrence:
     run_at: datetime
     scheduled_for: datetime
     attempt: int = 1
+
+
+def recurrence_of(task: TaskRecord) -> Recurrence:
+    """How `task` repeats (a one-shot's is of kind ONCE)."""
+    return Recurrence(
+        task.schedule_kind,
+        cron=task.cron,
+        timezone=task.timezone,
+        every_seconds=task.every_seconds,
+        dst_skipped=task.dst_skipped,
+        dst_repeated=task.dst_repeated,
+    )
+
+
+def occurrence_of(task: TaskFields, scheduled_for: datetime) -> Occurrence:
+    """The first attempt of occurrence `scheduled_for` of `task`: claimable from its scheduled time
+    plus the task's jitter for that occurrence (the same offset however often it is computed)."""
+    run_at = jittered(scheduled_for, task.jitter_seconds, idempotency_key(task.id, scheduled_for))
+    return Occurrence(run_at, scheduled_for)
 
 
 @dataclass
@@ -133,10 +173,11 @@ class QueueEntry:
     lease_owner: str | None = None
     created_at: datetime | None = None
     last_error: str | None = None  # the error that ended an abandoned claim
+    parked: bool = False  # a paused task's entry (never claimed)
 
     @property
     def ref(self) -> EntryRef:
-        return EntryRef(self.shard, self.key, self.token)
+        return EntryRef(self.shard, self.key, self.token, self.parked)
 
     def effective_at(self) -> datetime:
         """When this entry can next be claimed: its run time, or the end of a live/abandoned lease."""

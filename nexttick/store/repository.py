@@ -3,7 +3,8 @@
 Reads that decide correctness (task by id, queue head, due page, rule state) are strongly
 consistent: they all hit base-table items, never a GSI (docs/architecture.md). The store is
 assembled from its parts: tasks and the write protocol (writes), queue entries and claims (queue),
-the rule record (rule), run history (runs); items map to records in mapping.
+the rule record (rule), run history (runs), the lateness histogram (lateness); items map to records
+in mapping.
 """
 
 from __future__ import annotations
@@ -12,14 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 from nexttick import constants
 from nexttick.config import NextTickSettings
+from nexttick.store.lateness import LatenessStore, LatenessTally
 from nexttick.store.models import bind_models
 from nexttick.store.rule import RuleStateStore
 from nexttick.store.runs import RunStore
 from nexttick.store.writes import TaskWrites
 
 
-class TaskStore(TaskWrites, RuleStateStore, RunStore):
-    """Data access for tasks, queue entries, run records and the rule record in one table."""
+class TaskStore(TaskWrites, RuleStateStore, RunStore, LatenessStore):
+    """Data access for tasks, queue entries, run records, the rule record and the lateness histogram
+    in one table."""
 
     def __init__(
         self,
@@ -46,6 +49,8 @@ class TaskStore(TaskWrites, RuleStateStore, RunStore):
         self.models.queue._connection = connection
         self.models.rule._connection = connection
         self.models.run._connection = connection
+        self.models.lateness._connection = connection
+        self._lateness_tally = LatenessTally()  # lateness noted by worker passes, not yet written
         self._pool = ThreadPoolExecutor(
             max_workers=min(constants.MAX_PARALLEL_SHARD_READS, shards), thread_name_prefix="nexttick-shard"
         )

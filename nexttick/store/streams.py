@@ -13,6 +13,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from nexttick.constants import PARTITION_KEY, RULE_STATE_PK, RULE_STATE_SK, SORT_KEY, TASK_PK_PREFIX, TASK_SK
+from nexttick.store.keys import split_queue_sort_key
 from nexttick.store.models import RuleStateItem, TaskItem
 from nexttick.timeutil import from_epoch
 
@@ -27,11 +28,13 @@ class ItemKind(StrEnum):
 
 @dataclass(frozen=True)
 class TaskImage:
-    """What the keeper needs from a task item: is it pending, and for when."""
+    """What the keeper needs from a task item: is it pending, for when, and when its "run now"
+    occurrence (if one waits) runs."""
 
     task_id: str
     status: str
     due: datetime | None
+    run_now_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,10 @@ def item_kind(keys: Mapping[str, Any]) -> ItemKind:
 
 
 def task_image(image: Mapping[str, Any]) -> TaskImage:
-    """(task id, status, due) of a task item's stream image (DynamoDB JSON)."""
+    """(task id, status, due, run-now time) of a task item's stream image (DynamoDB JSON)."""
     item = TaskItem.from_raw_data(dict(image))
-    return TaskImage(task_id=item.task_id, status=item.status, due=item.due)
+    run_now_at = split_queue_sort_key(item.extra_key)[0] if item.extra_key else None
+    return TaskImage(task_id=item.task_id, status=item.status, due=item.due, run_now_at=run_now_at)
 
 
 def rule_image(image: Mapping[str, Any]) -> RuleImage:

@@ -1,7 +1,8 @@
 """Task reads and the write protocol, which lives here and nowhere else: `create_task`,
-`swap_occurrence` (reschedule, cancel, the worker's next occurrence / retry / finish) and
-`drop_entry_of`. Each writes a new queue entry first (under a key no other entry has, and only if
-that key is free), then the task (conditionally), then deletes the entry left behind (by token).
+`swap_occurrence` (reschedule, cancel, pause, resume, skip, run now, the worker's next
+occurrence / retry / finish) and `drop_entry_of`. Each writes a new queue entry first (under a key
+no other entry has, and only if that key is free), then the task (conditionally), then deletes the
+entry left behind (by token).
 No write can replace a live entry, and a crash between writes leaves at most an entry no task
 points at. Task reads are strongly consistent.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from enum import StrEnum
 
 from pynamodb.exceptions import PutError
 
@@ -19,13 +21,20 @@ from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
 from nexttick.store.models import QueueItem, TaskItem
 from nexttick.store.queue import QueueStore
-from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus
+from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus, occurrence_of
 
 Step = Callable[[str], None]
 
 
 def _no_step(_: str) -> None:
     return None
+
+
+class Pointer(StrEnum):
+    """Which of a task's entry pointers a write moves."""
+
+    SCHEDULE = "schedule"  # queue_key / queue_token / queue_parked: the schedule's next occurrence
+    EXTRA = "extra"  # extra_key / extra_token: a "run now" occurrence
 
 
 class TaskExistsError(Exception):
@@ -50,13 +59,14 @@ class TaskWrites(QueueStore):
         return {record.id: record for record in found}
 
     def create_task(self, record: TaskRecord) -> None:
-        """Write a new pending task with its first queue entry (at `record.due`) and point it there.
+        """Write a new pending task with its first queue entry (at `record.due`, plus its jitter) and
+        point it there.
 
         Entry first, then the task (only if the id is free): the task is never visible without its
         entry. Raises TaskExistsError when the id is taken, after deleting the entry it wrote; any
         other failure leaves the entry alone (the task write may have committed)."""
         assert record.due is not None, "a pending task needs a due time"
-        entry = self._put_new_entry(record.id, Occurrence(record.due, record.due), record.created_at)
+        entry = self._put_new_entry(record.id, occurrence_of(record, record.due), record.created_at)
         record.queue_key, record.queue_token = entry.key, entry.token
         item = task_item(self.models.task, record)
         try:
@@ -77,20 +87,27 @@ class TaskWrites(QueueStore):
         *,
         leaving: EntryRef | None,
         step: Step = _no_step,
+        pointer: Pointer = Pointer.SCHEDULE,
+        parked: bool = False,
     ) -> bool:
-        """Write `updated` over `current` (compare-and-set on `current.version`) and move the task
-        from the entry it is `leaving` to a new entry for `run` (none: cancelled or finished).
+        """Write `updated` over `current` (compare-and-set on `current.version`) and move one of the
+        task's pointers (`pointer`: its schedule's, or its "run now" one) from the entry it is
+        `leaving` to a new entry for `run` (none: cancelled, finished, or the extra run is done).
 
-        1. with `run`: put a new entry under a fresh key, only if that key is free, and point
-           `updated` at it (the entry is stamped with `updated.updated_at`);
+        1. with `run`: put a new entry under a fresh key (in the parked partitions with `parked`),
+           only if that key is free, and point `updated` at it (the entry is stamped with
+           `updated.updated_at`);
         2. put the task (CAS). Lost: delete the new entry and return False (re-read, re-decide);
         3. delete `leaving`, by token: the task no longer points at it.
         A crash between steps leaves an entry no task points at, never a task without its entry.
         `step` names each completed write ("entry-put", "task-replaced", "entry-deleted")."""
         new: QueueEntry | None = None
         if run is not None:
-            new = self._put_new_entry(updated.id, run, updated.updated_at)
-            updated.queue_key, updated.queue_token = new.key, new.token
+            new = self._put_new_entry(updated.id, run, updated.updated_at, parked=parked)
+            if pointer is Pointer.EXTRA:
+                updated.extra_key, updated.extra_token = new.key, new.token
+            else:
+                updated.queue_key, updated.queue_token, updated.queue_parked = new.key, new.token, parked
             step("entry-put")
         if not self.replace_task(updated, current.version):
             if new is not None:
@@ -151,6 +168,6 @@ class TaskWrites(QueueStore):
         (a benchmark loads them into its emulator directly). Sets each record's queue pointer."""
         for record in records:
             assert record.due is not None, "a pending task needs a due time"
-            entry = self._new_entry(record.id, Occurrence(record.due, record.due), created_at)
+            entry = self._new_entry(record.id, occurrence_of(record, record.due), created_at)
             record.queue_key, record.queue_token = entry.key, entry.token
             yield queue_item(self.models.queue, entry), task_item(self.models.task, record)

@@ -6,6 +6,9 @@
 * recurring → the next occurrence from the *scheduled* time (missed ones coalesce), or finished
   (`succeeded`) past `end`; a failure with attempts left retries first unless the retry would
   reach the next occurrence.
+* a "run now" occurrence (`plan_extra`) is recorded and retried like any other, and changes
+  nothing of the schedule. A task resumed with "each" runs the occurrences it missed one by one
+  (`catch_up_until`) before coalescing again.
 * every attempt also leaves a run record (`history_record`) in the task's ring of runs; it expires
   `retention` after the run, or — for a recurring task — when the ring would have overwritten it at
   the schedule's pace, whichever is later (`history_expiry`).
@@ -18,8 +21,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from nexttick.schedules import Recurrence, ScheduleKind
-from nexttick.store.records import LastRun, Occurrence, RunRecord, TaskRecord, TaskStatus
+from nexttick.schedules import ScheduleKind
+from nexttick.store.records import (
+    LastRun,
+    Occurrence,
+    RunRecord,
+    TaskRecord,
+    TaskStatus,
+    occurrence_of,
+    recurrence_of,
+)
 
 MIN_RETRY_SECONDS = 1.0
 MAX_RETRY_SECONDS = 7 * 86400.0
@@ -53,20 +64,12 @@ class Plan:
     result: str  # succeeded | failed | retrying | skipped (last_run.outcome)
 
 
-def recurrence_of(task: TaskRecord) -> Recurrence:
-    return Recurrence(
-        task.schedule_kind,
-        cron=task.cron,
-        timezone=task.timezone,
-        every_seconds=task.every_seconds,
-    )
-
-
 def misfire_deadline(task: TaskRecord, scheduled_for: datetime) -> datetime | None:
-    """The latest start allowed by `misfire_grace_seconds` (None: no deadline)."""
+    """The latest start allowed by `misfire_grace_seconds`, counted from the occurrence's jittered
+    start (None: no deadline)."""
     if task.misfire_grace_seconds is None:
         return None
-    return scheduled_for + timedelta(seconds=task.misfire_grace_seconds)
+    return occurrence_of(task, scheduled_for).run_at + timedelta(seconds=task.misfire_grace_seconds)
 
 
 def misfired(task: TaskRecord, scheduled_for: datetime, start: datetime) -> bool:
@@ -112,9 +115,15 @@ def plan_completion(
     ran = a.outcome is not RunOutcome.SKIPPED
     base = replace(task, runs=task.runs + (1 if ran else 0), version=task.version + 1, updated_at=now)
     recurring = task.schedule_kind is not ScheduleKind.ONCE
-    next_due = recurrence_of(task).next_due_from(a.scheduled_for, now) if recurring else None
+    next_due: datetime | None = None
+    if recurring and task.catch_up_until is not None and a.scheduled_for < task.catch_up_until:
+        next_due = recurrence_of(task).next_after(a.scheduled_for)  # resumed with "each": one by one
+    elif recurring:
+        next_due = recurrence_of(task).next_due_from(a.scheduled_for, now)
     if next_due is not None and task.end is not None and next_due > task.end:
         next_due = None
+    if task.catch_up_until is not None and (next_due is None or next_due > task.catch_up_until):
+        base = replace(base, catch_up_until=None)
 
     if a.outcome is RunOutcome.FAILED and a.attempt < task.max_attempts:
         retry_at = now + timedelta(seconds=retry_delay(task.retry_backoff_seconds, a.attempt, rng))
@@ -126,7 +135,7 @@ def plan_completion(
     result = a.outcome.value
     if next_due is not None:  # recurring: on to the next occurrence, whatever this one did
         record = replace(base, due=next_due, attempts=0, last_run=_last_run(a, result))
-        return Plan(record, Occurrence(next_due, next_due, 1), result)
+        return Plan(record, occurrence_of(task, next_due), result)
 
     status = TaskStatus(result) if not recurring else TaskStatus.SUCCEEDED  # a finished series succeeded
     record = replace(
@@ -169,3 +178,19 @@ def history_expiry(
     if next_due is not None and next_due > run.scheduled_for:
         keep = max(keep, (next_due - run.scheduled_for) * slots)
     return run.finished_at + min(keep, MAX_HISTORY_KEEP)
+
+
+def plan_extra(task: TaskRecord, a: Attempt, now: datetime, *, rng: random.Random) -> Plan:
+    """After attempt `a` of a "run now" occurrence: recorded like any run (retried while attempts
+    are left), and the task's schedule left exactly as it is."""
+    ran = a.outcome is not RunOutcome.SKIPPED
+    base = replace(task, runs=task.runs + (1 if ran else 0), version=task.version + 1, updated_at=now)
+    if a.outcome is RunOutcome.FAILED and a.attempt < task.max_attempts:
+        retry_at = now + timedelta(seconds=retry_delay(task.retry_backoff_seconds, a.attempt, rng))
+        deadline = misfire_deadline(task, a.scheduled_for)
+        if deadline is None or retry_at <= deadline:
+            record = replace(base, last_run=_last_run(a, "retrying"))
+            return Plan(record, Occurrence(retry_at, a.scheduled_for, a.attempt + 1), "retrying")
+    result = a.outcome.value
+    record = replace(base, last_run=_last_run(a, result), extra_key=None, extra_token=None)
+    return Plan(record, None, result)

@@ -37,9 +37,10 @@ from typing import Any
 
 from nexttick import constants
 from nexttick.actions import ActionRegistry, Delivery
-from nexttick.observability import MetricUnit, logger, metrics
+from nexttick.observability import MetricUnit, add_metric_with_dimensions, logger, metrics
 from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
+from nexttick.store import Pointer
 from nexttick.store.records import QueueEntry, TaskRecord, TaskStatus
 from nexttick.worker import drain
 from nexttick.worker.completion import (
@@ -50,6 +51,7 @@ from nexttick.worker.completion import (
     history_record,
     misfired,
     plan_completion,
+    plan_extra,
     record_only,
 )
 from nexttick.worker.lease import LeaseKeeper
@@ -77,6 +79,14 @@ def _no_hook(_step: str, _entry: QueueEntry) -> None:
     return None
 
 
+def _live(task: TaskRecord, entry: QueueEntry) -> bool:
+    """Whether `entry` is an occurrence `task` still wants run: its schedule's next one while it is
+    pending, or its "run now" one while it is pending or paused."""
+    if entry.token == task.extra_token:
+        return task.status in (TaskStatus.PENDING, TaskStatus.PAUSED)
+    return task.status == TaskStatus.PENDING and entry.token == task.queue_token
+
+
 @dataclass
 class RunReport:
     """What one invocation did (returned by the handler; counts by result)."""
@@ -99,6 +109,9 @@ class RunReport:
 class _Done:
     result: str  # succeeded | failed | retrying | skipped | contended | yielded | stale | deferred | error
     lateness_ms: float | None = None
+    action: str | None = None
+    kind: str | None = None  # the task's schedule kind: once | cron | every
+    started: datetime | None = None  # when the action started (its minute in the lateness histogram)
 
 
 class Worker:
@@ -298,6 +311,7 @@ class Worker:
             self._collect(wait(in_flight).done)
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
+        self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
         return submitted > 0
 
     def _collect(self, done: set[Future[_Done]]) -> None:
@@ -316,6 +330,18 @@ class Worker:
                 metrics.add_metric(
                     name=constants.METRIC_LATENESS, unit=MetricUnit.Milliseconds, value=outcome.lateness_ms
                 )
+                # Also per action and schedule kind: a dimension set of its own, on its own EMF line.
+                add_metric_with_dimensions(
+                    constants.METRIC_LATENESS,
+                    MetricUnit.Milliseconds,
+                    outcome.lateness_ms,
+                    action=outcome.action or "unknown",
+                    kind=outcome.kind or "unknown",
+                )
+                if outcome.lateness_ms > constants.LATE_RUN_THRESHOLD_SECONDS * 1000:
+                    metrics.add_metric(name=constants.METRIC_LATE_RUNS, unit=MetricUnit.Count, value=1)
+                if outcome.started is not None:  # written by the pass's end (`flush_lateness`)
+                    self.store.note_lateness(outcome.started, outcome.lateness_ms)
 
     def _sleep(self, seconds: float) -> None:
         self.report.waited_seconds += seconds
@@ -391,7 +417,7 @@ class Worker:
         # read is honoured (the API answers 202 for a cancel that may have come later).
         task = self.store.get_task(claimed.task_id)
         self.hook("task-read", claimed)
-        if task is None or task.status != TaskStatus.PENDING or task.queue_token != claimed.token:
+        if task is None or not _live(task, claimed):
             return _Done(self._stale(claimed, task, now))
 
         ahead = (claimed.run_at - self.clock.now()).total_seconds()
@@ -437,7 +463,7 @@ class Worker:
                 "error": attempt.error,
             },
         )
-        return _Done(result, lateness)
+        return _Done(result, lateness, action=task.action, kind=task.schedule_kind.value, started=started)
 
     def _run(self, task: TaskRecord, entry: QueueEntry, started: datetime) -> Attempt:
         delivery = Delivery(task.id, task.action, task.payload, entry.scheduled_for, started, entry.attempt)
@@ -479,9 +505,15 @@ class Worker:
                 self.store.discard_entry(entry.ref)
                 break
             now = self.clock.now()
-            if task.status != TaskStatus.PENDING or task.queue_token != entry.token:
-                # Rescheduled or cancelled while running: record the run only.
+            pointer = Pointer.SCHEDULE
+            if not _live(task, entry):
+                # Rescheduled, paused or cancelled while running: record the run only.
                 updated, run, outcome = record_only(task, attempt, now), None, attempt.outcome.value
+                if entry.token == task.extra_token:  # its "run now" is over: another may be asked for
+                    updated = replace(updated, extra_key=None, extra_token=None)
+            elif entry.token == task.extra_token:
+                plan = plan_extra(task, attempt, now, rng=self.rng)
+                updated, run, outcome, pointer = plan.record, plan.next_run, plan.result, Pointer.EXTRA
             else:
                 plan = plan_completion(task, attempt, now, retention=self.retention, rng=self.rng)
                 updated, run, outcome = plan.record, plan.next_run, plan.result
@@ -497,7 +529,7 @@ class Worker:
             self.store.put_run(history, slots=self.settings.run_history, expires_at=expires)
             step("run-recorded")
             updated = replace(updated, run_seq=history.seq)
-            if self.store.swap_occurrence(task, updated, run, leaving=entry.ref, step=step):
+            if self.store.swap_occurrence(task, updated, run, leaving=entry.ref, step=step, pointer=pointer):
                 result = outcome
                 break
             task = self.store.get_task(entry.task_id)  # changed meanwhile: decide on the fresh record

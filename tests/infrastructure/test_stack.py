@@ -271,7 +271,10 @@ def test_dashboard_shows_lateness_percentiles_occurrences_and_worker_health(depl
     worker_ref = "${" + _function(t, WORKER)[0] + "}"
     assert {
         ("nexttick", "lateness", "p50"),
+        ("nexttick", "lateness", "p90"),
         ("nexttick", "lateness", "p99"),
+        ("nexttick", "lateness", "Maximum"),
+        ("nexttick", "late_runs", "Sum"),
         ("nexttick", "runs", "Sum"),
         ("nexttick", "failures", "Sum"),
         ("nexttick", "skips", "Sum"),
@@ -283,6 +286,17 @@ def test_dashboard_shows_lateness_percentiles_occurrences_and_worker_health(depl
     assert worker_ref in flatten(dashboard["Properties"]["DashboardBody"])
     # Powertools adds the service dimension to every metric it emits.
     assert '"nexttick","lateness","service","nexttick"' in flatten(dashboard["Properties"]["DashboardBody"])
+    # The lateness widget shows the dimensionless (service only) metric's four statistics, and the
+    # late-runs widget the count of runs over 1 s late
+    by_title = {
+        widget["properties"].get("title"): widget["properties"]["metrics"] for widget in body["widgets"]
+    }
+    assert [(m[1], m[2:4], m[-1]["stat"]) for m in by_title["Lateness (start - due), ms"]] == [
+        ("lateness", ["service", "nexttick"], stat) for stat in ("p50", "p90", "p99", "Maximum")
+    ]
+    assert [(m[1], m[2:4], m[-1]["stat"]) for m in by_title["Runs late > 1 s"]] == [
+        ("late_runs", ["service", "nexttick"], "Sum")
+    ]
 
 
 def test_alarms_on_lateness_failures_dead_letters_and_worker_errors_notify_by_email(
@@ -360,5 +374,6 @@ def test_dashboard_and_alarm_metric_names_are_the_ones_the_worker_emits() -> Non
         constants.METRIC_SKIPS,
         constants.METRIC_LATENESS,
         constants.METRIC_BATCH_SIZE,
+        constants.METRIC_LATE_RUNS,
     }
     assert wanted <= emitted

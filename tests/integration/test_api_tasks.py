@@ -193,7 +193,13 @@ def test_openapi_json_is_served(api: LambdaApi) -> None:
     assert response.status == 200
     document = response.json()
     assert document["openapi"].startswith("3.")
-    assert set(document["paths"]) == {"/health", "/tasks", "/tasks/{id}", "/tasks/{id}/runs"}
+    assert set(document["paths"]) == {
+        "/health",
+        "/tasks",
+        "/tasks/{id}",
+        "/tasks/{id}/runs",
+        "/tasks/{id}/upcoming",
+    }
 
 
 def test_swagger_ui_is_served_self_contained(api: LambdaApi) -> None:

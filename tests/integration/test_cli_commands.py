@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -316,3 +317,62 @@ def test_runs_shows_the_history_newest_first_with_lateness(local: tuple[Path, Re
     assert code == 0 and "1 runs kept; lateness last" in text and "succeeded" in text
     # And an unknown task is an error naming the id
     assert run(state_dir, "runs", "missing")[0] == 1
+
+
+def test_upcoming_and_dry_run_show_dst_marks_and_write_nothing(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    # Given a cron task in New York that runs both passes of a repeated wall time (7 November: the
+    # fold day of 2027; these tests run on the real clock, so that is the next one until then)
+    args = ("--action", "log", "--cron", "30 1 7 11 *", "--tz", "America/New_York", "--dst-repeated", "both")
+    # When it is dry-run first, then added, and its upcoming runs are listed
+    preview = run_json(state_dir, "add", *args, "--id", "fold", "--dry-run")
+    assert run(state_dir, "show", "fold")[0] == 1  # nothing was written
+    added = run_json(state_dir, "add", *args, "--id", "fold", "--jitter", "5")
+    upcoming = run_json(state_dir, "upcoming", "fold", "--count", "2")
+    code, text, _ = run(state_dir, "upcoming", "fold", "--count", "2")
+    # Then the preview and the list show the two passes of 01:30 on the fold day, marked
+    assert [u["dst"] for u in preview["upcoming"][:2]] == ["repeated-first", "repeated-second"]
+    assert added["dst_repeated"] == "both" and added["jitter_seconds"] == 5
+    assert upcoming["timezone"] == "America/New_York"
+    assert [u["local"][-6:] for u in upcoming["items"]] == ["-04:00", "-05:00"]
+    assert code == 0 and "DST: first of two passes" in text and "DST: second of two passes" in text
+    # And a DST policy on an interval task is an error naming the flag
+    code, _, err = run(state_dir, "add", "--action", "log", "--every", "1h", "--dst-skipped", "shift")
+    assert code == 1 and "--dst-skipped" in err
+
+
+def test_pause_resume_skip_and_run_now(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, recorder, _ = local
+    run_json(state_dir, "add", "--action", "log", "--every", "1h", "--id", "steer")
+    paused = run_json(state_dir, "pause", "steer", "--if-version", "1")
+    assert paused["status"] == "paused"
+    assert [t["id"] for t in run_json(state_dir, "ls", "--status", "paused")["items"]] == ["steer"]
+    skipped = run_json(state_dir, "skip", "steer", "--count", "2")
+    assert skipped["status"] == "paused" and skipped["due"] > paused["due"]
+    resumed = run_json(state_dir, "resume", "steer", "--missed", "skip")
+    assert resumed["status"] == "pending" and resumed["due"] == skipped["due"]
+    now = run_json(state_dir, "run-now", "steer")
+    assert now["run_now_at"] is not None and now["due"] == resumed["due"]
+    assert recorder.wait_for(1)  # the worker was woken for it
+    code, _, err = run(state_dir, "resume", "steer", "--missed", "each", "--max-catch-up", "0")
+    assert code == 1 and "--max-catch-up" in err
+    code, text, _ = run(state_dir, "pause", "steer")
+    assert code == 0 and "paused: steer" in text
+
+
+def test_lateness_draws_the_histogram(local: tuple[Path, Recorder, Any]) -> None:
+    state_dir, _, _ = local
+    env = json.loads((state_dir / "local.json").read_text())["env"]
+    with mock.patch.dict(os.environ, env):
+        from nexttick.runtime import Runtime
+
+        store = Runtime.build(NextTickSettings()).store
+        now = datetime.now(UTC)
+        for ms in (3.0, 40.0, 40.0, 2000.0):
+            store.note_lateness(now, ms)
+        store.flush_lateness()
+    window = run_json(state_dir, "lateness", "--minutes", "5")
+    code, text, _ = run(state_dir, "lateness")
+    assert window["runs"] == 4 and window["late_over_1s"] == 1
+    assert code == 0 and "4 runs; p50 <= 50ms" in text and "1 over 1 s late" in text
+    assert "<= 50ms  " + "#" * 40 + " 2" in text

@@ -35,7 +35,8 @@ def call(env: WorkerEnv, event: object) -> dict:
 
 
 def emf_metrics(output: str) -> dict[str, list[float]]:
-    """Metric name -> values from the EMF lines Powertools printed."""
+    """Metric name -> values from the EMF lines Powertools printed with the invocation's dimensions
+    (the per-action, per-kind lines are checked in test_worker_lateness_metrics.py)."""
     found: dict[str, list[float]] = {}
     for line in output.splitlines():
         if '"_aws"' not in line:
@@ -43,6 +44,8 @@ def emf_metrics(output: str) -> dict[str, list[float]]:
         blob = json.loads(line)
         [directive] = blob["_aws"]["CloudWatchMetrics"]
         assert directive["Namespace"] == "nexttick"
+        if directive["Dimensions"] != [["service"]]:
+            continue
         for metric in directive["Metrics"]:
             value = blob[metric["Name"]]
             found.setdefault(metric["Name"], []).extend(value if isinstance(value, list) else [value])

@@ -13,7 +13,7 @@ from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
 from nexttick.keeper import Keeper, moves_rule, scheduled_due
 from nexttick.rulesync import Outcome, RuleSync
 from nexttick.schedules import Timing
-from nexttick.store.keys import task_pk
+from nexttick.store.keys import queue_sort_key, task_pk
 from nexttick.store.models import RuleStateItem, TaskItem
 from nexttick.store.records import RuleState
 from nexttick.timeutil import to_epoch
@@ -39,8 +39,13 @@ def _world() -> tuple[Keeper, CountingStore, ModelRule, ModelTrigger]:
     return Keeper(sync), store, rule, trigger
 
 
-def task_item(task_id: str, status: str = "pending", due: datetime | None = None) -> dict[str, Any]:
-    item = TaskItem(task_pk(task_id), TASK_SK, task_id=task_id, status=status, due=due, action="log")
+def task_item(
+    task_id: str, status: str = "pending", due: datetime | None = None, run_now: datetime | None = None
+) -> dict[str, Any]:
+    extra = queue_sort_key(run_now, task_id, "tok") if run_now else None
+    item = TaskItem(
+        task_pk(task_id), TASK_SK, task_id=task_id, status=status, due=due, action="log", extra_key=extra
+    )
     return item.serialize(null_check=False)
 
 
@@ -83,8 +88,45 @@ def created(task_id: str, due: datetime) -> dict[str, Any]:
         (record("REMOVE", None, task_item("a", due=NOW + 100 * S)), None),
         (record("INSERT", {"pk": {"S": "Q#003"}, "sk": {"S": "2030-01-07T09:02:10.000000Z#a#t"}}), None),
         (record("INSERT", rule_item(NOW, 1)), None),
+        (
+            record(
+                "MODIFY", task_item("a", due=NOW + 100 * S, run_now=NOW), task_item("a", due=NOW + 100 * S)
+            ),
+            NOW,
+        ),
+        (
+            record(
+                "MODIFY",
+                task_item("a", "paused", NOW + 100 * S, NOW),
+                task_item("a", "paused", NOW + 100 * S),
+            ),
+            NOW,
+        ),
+        (
+            record(
+                "MODIFY",
+                task_item("a", due=NOW + 100 * S, run_now=NOW),
+                task_item("a", due=NOW + 100 * S, run_now=NOW),
+            ),
+            None,
+        ),
+        (record("MODIFY", task_item("a", "paused", NOW + 100 * S), task_item("a", due=NOW + 100 * S)), None),
     ],
-    ids=["insert", "moved", "pending-again", "payload-update", "cancel", "done", "remove", "entry", "rule"],
+    ids=[
+        "insert",
+        "moved",
+        "pending-again",
+        "payload-update",
+        "cancel",
+        "done",
+        "remove",
+        "entry",
+        "rule",
+        "run-now",
+        "run-now-paused",
+        "run-now-unchanged",
+        "pause",
+    ],
 )
 def test_only_a_pending_task_with_a_new_due_time_schedules_something(
     rec: dict[str, Any], expected: datetime | None

@@ -1,0 +1,217 @@
+"""Steering without deleting: pause / resume (skip, once, each), skip the next occurrences, run now —
+through the editor and a real worker on moto (travelling clock), including a worker or an editor
+that dies between the writes of each."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from editor import ConflictError, ValidationError, VersionMismatchError
+from nexttick.config import NextTickSettings
+from nexttick.store.records import QueueEntry
+from tests.support.api import LambdaApi
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
+
+LEASE = timedelta(seconds=60)
+TEN_MIN = timedelta(minutes=10)
+
+
+@pytest.fixture
+def settings() -> NextTickSettings:
+    return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4, lease_seconds=60)
+
+
+class Crash(BaseException):
+    """The process dies here: nothing after this line runs."""
+
+
+def scheduled(env: WorkerEnv, task_id: str) -> list[Any]:
+    """The occurrences delivered to `task_id`, by scheduled time."""
+    return [call.envelope["scheduled_for"] for call in RECORDER.calls[task_id]]
+
+
+def test_a_paused_task_keeps_its_place_runs_nothing_and_is_listed_as_paused(env: WorkerEnv) -> None:
+    task = env.editor.schedule_every("record", "10m")
+    paused = env.editor.pause(task.id, expected_version=1)
+    assert (paused.status, paused.due, paused.version) == ("paused", task.due, 2)
+    # When its due time passes with a worker running
+    env.travel_to(task.due + timedelta(seconds=1))
+    env.run(remaining_seconds=5)
+    # Then nothing ran, and it is listed as paused, not as queued
+    assert RECORDER.calls[task.id] == []
+    assert [t.id for t in env.editor.list(status="paused").items] == [task.id]
+    assert env.editor.list().items == []
+    assert [e.key for e in env.entries_of(task.id)] == []  # no entry a worker reads
+    # And pausing twice is a conflict naming the status
+    with pytest.raises(ConflictError) as twice:
+        env.editor.pause(task.id)
+    assert twice.value.field == "status"
+
+
+@pytest.mark.parametrize(
+    ("missed", "ran_count", "first_ran"),
+    [("skip", 0, None), ("once", 1, 4), ("each", 3, 2)],
+)
+def test_resume_applies_its_policy_to_what_was_missed(
+    env: WorkerEnv, missed: str, ran_count: int, first_ran: int | None
+) -> None:
+    # Given a task every 10 minutes, paused before its first occurrence, for 5 occurrences
+    task = env.editor.schedule_every("record", "10m")
+    first = task.due
+    env.editor.pause(task.id)
+    now = first + 4 * TEN_MIN + timedelta(minutes=2)
+    env.travel_to(now)
+    # When it is resumed (catching up at most 3) and a worker runs until nothing is due
+    resumed = env.editor.resume(task.id, missed=missed, max_catch_up=3)
+    assert resumed.status == "pending"
+    env.run(remaining_seconds=30)
+    # Then the missed ones ran as the policy says, each under its own key, newest kept
+    expected = [first + k * TEN_MIN for k in range(first_ran, 5)] if first_ran is not None else []
+    assert scheduled(env, task.id) == [at.isoformat().replace("+00:00", "Z") for at in expected]
+    assert len(expected) == ran_count
+    # And the schedule goes on at its next occurrence after now, without drift
+    assert env.editor.get(task.id).due == first + 5 * TEN_MIN
+
+
+def test_resuming_a_one_shot_past_due_runs_it_or_skips_it(env: WorkerEnv) -> None:
+    ran = env.editor.schedule_in("record", 60)
+    dropped = env.editor.schedule_in("record", 60)
+    for task in (ran, dropped):
+        env.editor.pause(task.id)
+    env.travel_to(ran.due + timedelta(minutes=5))
+    env.editor.resume(ran.id, missed="once")
+    ended = env.editor.resume(dropped.id, missed="skip")
+    env.run(remaining_seconds=10)
+    assert env.editor.get(ran.id).status == "succeeded" and len(RECORDER.calls[ran.id]) == 1
+    assert ended.status == "skipped" and RECORDER.calls[dropped.id] == []
+
+
+def test_skip_moves_past_the_next_occurrences_and_ends_a_one_shot(env: WorkerEnv) -> None:
+    every = env.editor.schedule_every("record", "10m")
+    once = env.editor.schedule_in("record", 600)
+    assert env.editor.skip(every.id, count=3).due == every.due + 3 * TEN_MIN
+    assert env.editor.skip(once.id).status == "skipped"
+    with pytest.raises(ValidationError) as bad:
+        env.editor.skip(every.id, count=0)
+    assert bad.value.field == "count"
+    # A paused task skips too, and stays paused
+    env.editor.pause(every.id)
+    assert env.editor.skip(every.id).due == every.due + 4 * TEN_MIN
+    assert env.editor.get(every.id).status == "paused"
+    # And nothing runs at the skipped times
+    env.travel_to(every.due + 3 * TEN_MIN + timedelta(seconds=1))
+    env.run(remaining_seconds=5)
+    assert RECORDER.calls[every.id] == [] and RECORDER.calls[once.id] == []
+
+
+def test_run_now_runs_one_extra_occurrence_and_leaves_the_schedule(env: WorkerEnv) -> None:
+    task = env.editor.schedule_every("record", "1h")
+    # When it is run now (twice asked: the second waits for the first)
+    extra = env.editor.run_now(task.id, expected_version=1)
+    assert extra.run_now_at is not None and extra.due == task.due
+    with pytest.raises(ConflictError):
+        env.editor.run_now(task.id)
+    env.run(remaining_seconds=10)
+    # Then it ran once, now, under its own key, and the schedule is as it was
+    (call,) = RECORDER.calls[task.id]
+    assert call.envelope["scheduled_for"] == extra.run_now_at.isoformat().replace("+00:00", "Z")
+    after = env.editor.get(task.id)
+    assert after.due == task.due and after.run_now_at is None and after.runs == 1
+    assert env.editor.runs(task.id).items[0].scheduled_for == extra.run_now_at
+    # And a paused task can be run now, and stays paused
+    env.editor.pause(task.id)
+    env.editor.run_now(task.id)
+    env.run(remaining_seconds=10)
+    assert len(RECORDER.calls[task.id]) == 2 and env.editor.get(task.id).status == "paused"
+    with pytest.raises(VersionMismatchError):
+        env.editor.run_now(task.id, expected_version=1)
+
+
+def test_a_failing_run_now_is_retried_then_cleared(env: WorkerEnv) -> None:
+    task = env.editor.schedule_every("record", "1h", max_attempts=2, retry_backoff_seconds=1)
+
+    def fail_first(envelope: dict[str, Any]) -> None:
+        if envelope["attempt"] == 1:
+            raise RuntimeError("refused once")
+
+    RECORDER.during[task.id] = fail_first
+    env.editor.run_now(task.id)
+    env.run(remaining_seconds=30)
+    attempts = [c.envelope["attempt"] for c in RECORDER.calls[task.id]]
+    assert attempts == [1, 2]
+    after = env.editor.get(task.id)
+    assert after.run_now_at is None and after.due == task.due and after.last_run.outcome == "succeeded"
+    assert [r.outcome for r in env.editor.runs(task.id).items] == ["succeeded", "retrying"]
+
+
+@pytest.mark.parametrize("dies_after", ["entry-put", "task-replaced"])
+def test_an_editor_dying_in_a_pause_leaves_the_task_paused_or_untouched(
+    env: WorkerEnv, dies_after: str
+) -> None:
+    task = env.editor.schedule_in("record", 120)
+
+    def die(step: str) -> None:
+        if step == dies_after:
+            raise Crash
+
+    store = env.runtime.store
+    original = store.swap_occurrence
+    store.swap_occurrence = lambda *a, **kw: original(*a, **{**kw, "step": die})
+    with pytest.raises(Crash):
+        env.editor.pause(task.id)
+    store.swap_occurrence = original
+    status = env.editor.get(task.id).status
+    env.travel_to(task.due + LEASE)
+    env.run(remaining_seconds=10)
+    # Then the task is either paused (nothing ran) or still pending (it ran once): never both
+    ran = len(RECORDER.calls[task.id])
+    assert (status, ran) in (("paused", 0), ("pending", 1))
+    assert status == ("pending" if dies_after == "entry-put" else "paused")
+
+
+@pytest.mark.parametrize("step", ["claimed", "ran"])
+def test_a_pause_racing_a_claimed_occurrence(env: WorkerEnv, step: str) -> None:
+    # Given a worker that has claimed (or already run) the occurrence when the pause commits
+    task = env.editor.schedule_every("record", "10m")
+
+    def pause_now(name: str, entry: QueueEntry) -> None:
+        if name == step and entry.task_id == task.id:
+            env.editor.pause(task.id)
+
+    env.travel_to(task.due)
+    env.run(remaining_seconds=10, hook=pause_now)
+    # Then a pause before the worker read the task stops it; after, the run completes and is
+    # recorded, and either way the task stays paused at its place
+    assert len(RECORDER.calls[task.id]) == (0 if step == "claimed" else 1)
+    after = env.editor.get(task.id)
+    assert after.status == "paused" and after.due == task.due
+    assert len(env.editor.runs(task.id).items) == (0 if step == "claimed" else 1)
+
+
+def test_the_api_steers_with_if_match(env: WorkerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lambdas.api import handler as module
+    from lambdas.api.app import build_app
+
+    monkeypatch.setattr(module, "app", build_app(lambda: env.editor))
+    api = LambdaApi(module.handler)
+    task = api.post("/tasks", {"action": "record", "every": "10m"}).json()
+    base = f"/tasks/{task['id']}"
+    stale = api.post(f"{base}/pause", headers={"If-Match": '"7"'})
+    assert stale.status == 412
+    paused = api.post(f"{base}/pause", headers={"If-Match": '"1"'})
+    assert paused.status == 200 and paused.json()["status"] == "paused" and paused.headers["etag"] == '"2"'
+    assert api.post(f"{base}/pause").status == 409
+    assert [t["id"] for t in api.get("/tasks?status=paused").json()["items"]] == [task["id"]]
+    assert api.post(f"{base}/skip", {"count": 2}).json()["due"] != task["due"]
+    bad = api.post(f"{base}/resume", {"missed": "later"})
+    assert bad.status == 422 and bad.json()["field"] == "missed"
+    resumed = api.post(f"{base}/resume", {"missed": "skip"})
+    assert resumed.status == 200 and resumed.json()["status"] == "pending"
+    now = api.post(f"{base}/run-now")
+    assert now.status == 200 and now.json()["run_now_at"] is not None
+    assert api.post(f"{base}/run-now").status == 409
+    assert api.post("/tasks/nope/pause").status == 404
+    assert api.delete(base).status in (202, 204) and api.get(base).json()["status"] == "cancelled"
