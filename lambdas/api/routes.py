@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.models import Example
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.request import Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-from pydantic import Field
+from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from editor import Editor, TaskChanges, TaskSpec
@@ -74,6 +74,10 @@ def current_app() -> APIGatewayRestResolver:
 
 CurrentEditor = Annotated[Editor, Depends(current_editor)]
 TaskId = Annotated[str, Path(pattern=TASK_ID_REGEX, description="The task id.")]
+Cursor = Annotated[
+    Annotated[str, Field(max_length=512, pattern=CURSOR_REGEX)] | SkipJsonSchema[None],
+    Query(description="`next_cursor` of a previous page."),
+]
 IfMatch = Annotated[
     Annotated[str, Field(pattern=IF_MATCH_REGEX)] | SkipJsonSchema[None],
     Header(
@@ -106,6 +110,20 @@ def _errors(*statuses: int) -> Any:
         s: {"description": _ERROR_DESCRIPTIONS[s], "content": {"application/json": {"model": ErrorOut}}}
         for s in statuses
     }
+
+
+def _documented(description: str, model: Any) -> dict[str, Any]:
+    """The OpenAPI response of an operation answering one JSON `model`."""
+    return {"description": description, "content": {"application/json": {"model": model}}}
+
+
+def _answer(model: type[BaseModel], body: dict[str, Any]) -> Response[Any]:
+    """200 with `body` validated and rendered through its documented `model`."""
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=model.model_validate(body).model_dump(mode="json"),
+    )
 
 
 def _examples(examples: dict[str, dict[str, Any]]) -> dict[str, Example]:
@@ -194,11 +212,7 @@ def create_task(
     spec = TaskSpec(**body.model_dump(exclude_none=True))
     if dry_run:
         preview = editor.preview(spec)
-        return Response(
-            status_code=200,
-            content_type=content_types.APPLICATION_JSON,
-            body=TaskPreview.model_validate(preview.to_dict()).model_dump(mode="json"),
-        )
+        return _answer(TaskPreview, preview.to_dict())
     result = editor.create(spec)
     return _task_response(result.task, 201 if result.created else 200, base_path(request))
 
@@ -211,7 +225,7 @@ def create_task(
     description="The queue, earliest due first: `pending` and `running` tasks only (finished tasks "
     "- succeeded, failed, cancelled, skipped - are read by id). Follow `next_cursor` for more.",
     responses={
-        200: {"description": "One page.", "content": {"application/json": {"model": TaskPage}}},
+        200: _documented("One page.", TaskPage),
         **_errors(422),
     },
 )
@@ -222,10 +236,7 @@ def list_tasks(
         Query(description="Only queued tasks in this status; finished tasks are read by id."),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
-    cursor: Annotated[
-        Annotated[str, Field(max_length=512, pattern=CURSOR_REGEX)] | SkipJsonSchema[None],
-        Query(description="`next_cursor` of a previous page."),
-    ] = None,
+    cursor: Cursor = None,
 ) -> Response[Any]:
     page = editor.list(status=status.value if status else None, limit=limit, cursor=cursor)
     return Response(
@@ -255,7 +266,7 @@ def get_task(id: TaskId, editor: CurrentEditor) -> Response[Any]:
     "and finished, its outcome and error, its idempotency key and lateness. The newest `run_history` "
     "runs (a deployment setting, 100 by default) are kept; `lateness` summarises all of them.",
     responses={
-        200: {"description": "One page.", "content": {"application/json": {"model": RunPageOut}}},
+        200: _documented("One page.", RunPageOut),
         **_errors(404, 422),
     },
 )
@@ -263,17 +274,10 @@ def list_task_runs(
     id: TaskId,
     editor: CurrentEditor,
     limit: Annotated[int, Query(ge=1, le=constants.MAX_RUNS_PAGE_SIZE, description="Page size.")] = 20,
-    cursor: Annotated[
-        Annotated[str, Field(max_length=512, pattern=CURSOR_REGEX)] | SkipJsonSchema[None],
-        Query(description="`next_cursor` of a previous page."),
-    ] = None,
+    cursor: Cursor = None,
 ) -> Response[Any]:
     page = editor.runs(id, limit=limit, cursor=cursor)
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=RunPageOut.model_validate(page.to_dict()).model_dump(mode="json"),
-    )
+    return _answer(RunPageOut, page.to_dict())
 
 
 @_route(
@@ -285,7 +289,7 @@ def list_task_runs(
     "the task's zone, each marked where a DST change shifts or repeats its wall time, with the wall "
     "times a gap skips. Empty once the task is finished.",
     responses={
-        200: {"description": "The occurrences.", "content": {"application/json": {"model": UpcomingPage}}},
+        200: _documented("The occurrences.", UpcomingPage),
         **_errors(404, 422),
     },
 )
@@ -295,11 +299,7 @@ def list_task_upcoming(
     count: Annotated[int, Query(ge=1, le=MAX_UPCOMING, description="How many.")] = 10,
 ) -> Response[Any]:
     upcoming = editor.upcoming(id, count=count)
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=UpcomingPage.model_validate(upcoming.to_dict()).model_dump(mode="json"),
-    )
+    return _answer(UpcomingPage, upcoming.to_dict())
 
 
 @_route(
@@ -362,7 +362,7 @@ def cancel_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> 
     description="A histogram of how late every run of the last `minutes` started (the workers add "
     "up each minute's runs in fixed buckets), with percentiles and the count of runs over 1 s late.",
     responses={
-        200: {"description": "The window.", "content": {"application/json": {"model": LatenessWindowOut}}},
+        200: _documented("The window.", LatenessWindowOut),
         **_errors(422),
     },
 )
@@ -373,11 +373,7 @@ def get_lateness(
     ] = 60,
 ) -> Response[Any]:
     window = editor.lateness(minutes=minutes)
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=LatenessWindowOut.model_validate(window.to_dict()).model_dump(mode="json"),
-    )
+    return _answer(LatenessWindowOut, window.to_dict())
 
 
 _STEER_ERRORS = _errors(400, 404, 409, 412, 415, 422)
@@ -456,7 +452,7 @@ def run_task_now(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) ->
     "/health",
     summary="Liveness",
     operation_id="health",
-    responses={200: {"description": "Up.", "content": {"application/json": {"model": Health}}}},
+    responses={200: _documented("Up.", Health)},
 )
 def health() -> Response[Any]:
     return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body={"status": "ok"})

@@ -195,9 +195,14 @@ def test_openapi_json_is_served(api: LambdaApi) -> None:
     assert document["openapi"].startswith("3.")
     assert set(document["paths"]) == {
         "/health",
+        "/lateness",
         "/tasks",
         "/tasks/{id}",
+        "/tasks/{id}/pause",
+        "/tasks/{id}/resume",
+        "/tasks/{id}/run-now",
         "/tasks/{id}/runs",
+        "/tasks/{id}/skip",
         "/tasks/{id}/upcoming",
     }
 
