@@ -242,16 +242,16 @@ class Editor:
         return LatenessWindow(since, until, self.store.lateness_histogram(since, until))
 
     def upcoming(self, task_id: str, *, count: int = 10) -> UpcomingRuns:
-        """The next `count` occurrences of a pending task from its next due one (none once it is
-        finished), each with its start (jitter included), wall time and DST mark."""
+        """The next `count` occurrences of a pending or paused task from its next due one (none once
+        it is finished), each with its start (jitter included), wall time and DST mark."""
         check_count(count)
         record = self._read(task_id)
         zone = record.timezone if record.schedule_kind is ScheduleKind.CRON else "UTC"
         return UpcomingRuns(zone, self._upcoming(record, count))
 
     def _upcoming(self, record: TaskRecord, count: int) -> builtins.list[Upcoming]:
-        if record.status != TaskStatus.PENDING or record.due is None:
-            return []
+        if record.status not in (TaskStatus.PENDING, TaskStatus.PAUSED) or record.due is None:
+            return []  # finished (a paused task lists what would run after a resume with "skip")
         due = record.due
         if record.schedule_kind is ScheduleKind.CRON:
             # The due occurrence itself (it has not run yet), with the wall times a DST gap skipped

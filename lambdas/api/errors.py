@@ -121,7 +121,9 @@ def _validation_response(errors: Sequence[Any]) -> Response[Any]:
     same_field = [e for e in errors if _field_of(tuple(e.get("loc") or ())) == field]
     message = f"{field}: {_explain(same_field)}"
     if len(errors) > 1:
-        others = sorted({_field_of(tuple(e.get("loc") or ())) for e in errors[1:]} - {field})
+        # (an optional body's `None` alternative fails too: not a field of the client's)
+        rest = [e for e in errors[1:] if e.get("type") != "none_required"]
+        others = sorted({_field_of(tuple(e.get("loc") or ())) for e in rest} - {field})
         if others:
             message += f" (also invalid: {', '.join(others)})"
     return error_response(ErrorCode.VALIDATION, message, field)

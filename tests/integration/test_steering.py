@@ -215,3 +215,20 @@ def test_the_api_steers_with_if_match(env: WorkerEnv, monkeypatch: pytest.Monkey
     assert api.post(f"{base}/run-now").status == 409
     assert api.post("/tasks/nope/pause").status == 404
     assert api.delete(base).status in (202, 204) and api.get(base).json()["status"] == "cancelled"
+
+
+def test_a_paused_task_still_lists_its_upcoming_runs_and_errors_name_only_the_field(
+    env: WorkerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lambdas.api import handler as module
+    from lambdas.api.app import build_app
+
+    monkeypatch.setattr(module, "app", build_app(lambda: env.editor))
+    api = LambdaApi(module.handler)
+    task = api.post("/tasks", {"action": "record", "every": "10m"}).json()
+    api.post(f"/tasks/{task['id']}/pause")
+    items = api.get(f"/tasks/{task['id']}/upcoming?count=2").json()["items"]
+    assert [u["scheduled_for"] for u in items][0] == task["due"]
+    bad = api.post(f"/tasks/{task['id']}/skip", {"count": 0})
+    assert bad.status == 422 and bad.json()["field"] == "count"
+    assert "also invalid" not in bad.json()["message"]

@@ -2,15 +2,20 @@
 //
 // It is served by the API Lambda at <API base>/console and talks to the JSON API of the same origin
 // with fetch, so every action here is an API call a user could make. Hash-routed pages:
-//   #/            the queue (GET /tasks) and the create form (POST /tasks)
-//   #/tasks/<id>  one task (GET /tasks/<id>), reschedule (PATCH) and cancel (DELETE), both If-Match
-//
-// A later change adds run history, upcoming runs and steering (pause / resume / skip / run now):
-// their places are the labelled sections of the task page and TASK_PANELS below.
+//   #/            the queue (GET /tasks), the lateness of the last hour (GET /lateness, an SVG bar
+//                 chart) and the create form (POST /tasks; POST /tasks?dry_run=true previews)
+//   #/tasks/<id>  one task (GET /tasks/<id>), its run history (GET .../runs), its upcoming runs
+//                 (GET .../upcoming), steering (POST .../pause, resume, skip, run-now), reschedule
+//                 (PATCH) and cancel (DELETE); every change sends the version read as If-Match
 
 const PAGE_SIZE = 50;
+const RUNS_PAGE_SIZE = 20;
+const UPCOMING_COUNT = 10;
 const POLL_MS = 2000;
+const LATENESS_MS = 10000;
+const LATENESS_MINUTES = 60;
 const QUEUED = new Set(["pending", "running"]);
+const FINISHED = new Set(["succeeded", "failed", "cancelled", "skipped"]);
 
 // ------------------------------------------------------------------------------------------ API
 
@@ -109,6 +114,61 @@ export function relative(iso, now = Date.now()) {
   return seconds > 0 ? `in ${shown}` : `${shown} ago`;
 }
 
+/** A lateness in seconds in the unit that reads best: `0.20 ms`, `4.3 ms`, `120 ms`, `1.25 s`, `2 min`. */
+export function seconds(value) {
+  if (value === null || value === undefined || Number.isNaN(Number(value))) return "—";
+  const sign = value < 0 ? "-" : "";
+  const abs = Math.abs(value);
+  const ms = abs * 1000;
+  if (ms < 1) return `${sign}${ms.toFixed(2)} ms`;
+  if (ms < 10) return `${sign}${ms.toFixed(1)} ms`;
+  if (ms < 1000) return `${sign}${Math.round(ms)} ms`;
+  if (abs < 60) return `${sign}${abs.toFixed(2)} s`;
+  return `${sign}${span(abs)}`;
+}
+
+/** A bucket edge in milliseconds: `10 ms`, `2.5 s`, `60 s`. */
+export function milliseconds(ms) {
+  return ms < 1000 ? `${ms} ms` : `${ms / 1000} s`;
+}
+
+/** The label of each lateness bucket: `≤10 ms`, …, `≤60 s`, and `>60 s` for the unbounded last one. */
+export function bucketLabels(buckets) {
+  return buckets.map((bucket, index) => {
+    if (bucket.le_ms !== null) return `≤${milliseconds(bucket.le_ms)}`;
+    const below = index > 0 ? buckets[index - 1].le_ms : null;
+    return below === null ? "any" : `>${milliseconds(below)}`;
+  });
+}
+
+/** A percentile or maximum of GET /lateness (a bucket's upper edge, null when unbounded) in words. */
+export function edge(ms, runs, buckets) {
+  if (!runs) return "—";
+  if (ms !== null && ms !== undefined) return `≤ ${milliseconds(ms)}`;
+  const bounded = buckets.filter((bucket) => bucket.le_ms !== null);
+  return bounded.length ? `> ${milliseconds(bounded[bounded.length - 1].le_ms)}` : "—";
+}
+
+/** A wall-clock time of the API (`2030-03-31T02:30:00.5+02:00`) as `2030-03-31 02:30:00 +02:00`;
+ * without an offset (a wall time a DST gap skips), as `2030-03-31 02:30`. */
+export function wallTime(local) {
+  const found = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)(:\d\d)?(?:\.\d+)?(Z|[+-]\d\d:\d\d)?$/.exec(local || "");
+  if (!found) return local || "—";
+  const [, date, minutes, secs, offset] = found;
+  if (!offset) return `${date} ${minutes}${secs && secs !== ":00" ? secs : ""}`;
+  return `${date} ${minutes}${secs || ":00"} ${offset === "Z" ? "+00:00" : offset}`;
+}
+
+/** An occurrence's DST mark (`dst` of an upcoming run) in words; null without one. */
+export function dstWords(dst) {
+  const words = {
+    shifted: "DST gap: runs after it",
+    "repeated-first": "DST repeat: first of two passes",
+    "repeated-second": "DST repeat: second of two passes",
+  };
+  return words[dst] ?? null;
+}
+
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 const DAY_NAMES = { SUN: 0, MON: 1, TUE: 2, WED: 3, THU: 4, FRI: 5, SAT: 6 };
 const isNumber = (field) => /^\d+$/.test(field);
@@ -175,6 +235,21 @@ function el(tag, attributes = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (name === "text") node.textContent = value;
     else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** An SVG element, built as `el` builds HTML ones (no markup parsed: the page's policy allows no
+ * inline style or script, and nothing here needs it). */
+function svgEl(tag, attributes = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "text") node.textContent = value;
+    else node.setAttribute(name, String(value));
   }
   for (const child of children) node.append(child);
   return node;
@@ -259,11 +334,11 @@ function timeFields(form, kind) {
       return value("delay_seconds") === "" ? {} : { delay_seconds: Number(value("delay_seconds")) };
     case "due":
       return value("due") === "" ? {} : { due: value("due") };
-    case "cron":
-      return {
-        ...(value("cron") === "" ? {} : { cron: value("cron") }),
-        ...(value("timezone") === "" ? {} : { timezone: value("timezone") }),
-      };
+    case "cron": {
+      const optional = (name) => (form.elements[name] && value(name) !== "" ? { [name]: value(name) } : {});
+      const names = ["cron", "timezone", "dst_skipped", "dst_repeated"];
+      return Object.assign({}, ...names.map(optional));
+    }
     case "every": {
       const every = value("every");
       return every === "" ? {} : { every: /^\d+(\.\d+)?$/.test(every) ? Number(every) : every };
@@ -381,28 +456,38 @@ function addToQueue(task) {
   renderQueue();
 }
 
-async function createTask(event) {
-  event.preventDefault();
-  const form = event.currentTarget;
+/** The create form as a POST /tasks body; null (the error shown) when its payload is not JSON. */
+function createBody(form) {
   clearErrors(form, "create");
   const kind = form.elements.kind.value;
   const body = { action: form.elements.action.value.trim(), ...timeFields(form, kind) };
   const id = form.elements.id.value.trim();
   if (id) body.id = id;
+  const jitter = form.elements.jitter_seconds.value.trim();
+  if (jitter !== "") body.jitter_seconds = Number(jitter);
   const payloadText = form.elements.payload.value.trim();
   if (payloadText) {
     try {
       body.payload = JSON.parse(payloadText);
     } catch (error) {
       showError("create", { field: "payload", message: `payload: not valid JSON (${error.message})` });
-      return;
+      return null;
     }
   }
+  return body;
+}
+
+async function createTask(event) {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const body = createBody(form);
+  if (!body) return;
   const button = form.querySelector("button[type=submit]");
   button.disabled = true;
   try {
     const { status, data } = await api("POST", "/tasks", { body });
     addToQueue(data);
+    show($("preview"), false);
     const verb = status === 201 ? "Scheduled" : "Already scheduled:";
     notify(`${verb} ${data.id} (${data.action}), due ${utc(data.due)}.`);
     form.elements.id.value = "";
@@ -413,6 +498,155 @@ async function createTask(event) {
   }
 }
 
+/** The form's task validated by the API and its next occurrences, written nowhere (dry run). */
+async function previewTask() {
+  const form = $("create-form");
+  show($("preview"), false);
+  const body = createBody(form);
+  if (!body) return;
+  const button = $("preview-button");
+  button.disabled = true;
+  try {
+    const { data } = await api("POST", "/tasks?dry_run=true", { body });
+    const zone = data.task.timezone || "UTC";
+    const count = data.upcoming.length;
+    const next = count === 1 ? "occurrence" : `${count} occurrences`;
+    const walls = zone === "UTC" ? "" : ` (wall times in ${zone})`;
+    $("preview-summary").textContent =
+      `${describeSchedule(data.task, { long: true })}: its next ${next}${walls}. Nothing was scheduled.`;
+    const items = data.upcoming.map((item) => occurrenceItem(item, zone, "preview-item"));
+    $("preview-items").replaceChildren(...items);
+    show($("preview"), true);
+  } catch (error) {
+    showError("create", error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** The create form's cron-only fields are enabled for a cron schedule only. */
+function enableCronOnly(form) {
+  const cron = form.elements.kind.value === "cron";
+  for (const node of form.querySelectorAll("[data-cron-only]")) node.disabled = !cron;
+}
+
+// ------------------------------------------------------------------------------------ lateness
+
+const lateness = {
+  timer: null, // the 10 s refresh while the queue page shows
+  generation: 0,
+};
+
+const CHART = { width: 720, height: 220, left: 6, right: 6, top: 20, bottom: 40 };
+
+/** The histogram of GET /lateness as an SVG bar chart: one bar per bucket, labelled with its edge
+ * and count, the buckets over 1 s marked late; its title says the same in words. */
+function latenessChart(data) {
+  const labels = bucketLabels(data.buckets);
+  const most = Math.max(1, ...data.buckets.map((bucket) => bucket.count));
+  const plotWidth = CHART.width - CHART.left - CHART.right;
+  const plotHeight = CHART.height - CHART.top - CHART.bottom;
+  const slot = plotWidth / Math.max(1, data.buckets.length);
+  const baseline = CHART.top + plotHeight;
+  const at = (ms) => edge(ms, data.runs, data.buckets);
+  const summary = data.runs
+    ? `Lateness of the ${data.runs} runs of the last hour: p50 ${at(data.p50_ms)}, p99 ${at(data.p99_ms)}, ` +
+      `max ${at(data.max_ms)}, ${data.late_over_1s} more than 1 s late.`
+    : "Lateness of the last hour: no run started in it.";
+  const counts = data.buckets.map((bucket, i) => `${labels[i]}: ${bucket.count}`).join(", ");
+  const chart = svgEl(
+    "svg",
+    {
+      viewBox: `0 0 ${CHART.width} ${CHART.height}`,
+      width: CHART.width,
+      height: CHART.height,
+      role: "img",
+      "aria-labelledby": "lateness-svg-title lateness-svg-desc",
+      class: "histogram",
+      "data-testid": "lateness-svg",
+    },
+    svgEl("title", { id: "lateness-svg-title", text: summary }),
+    svgEl("desc", { id: "lateness-svg-desc", text: `Runs per bucket of lateness: ${counts}.` }),
+  );
+  chart.append(
+    svgEl("line", { x1: CHART.left, y1: baseline, x2: CHART.width - CHART.right, y2: baseline, class: "axis",
+      stroke: "currentColor" }),
+  );
+  data.buckets.forEach((bucket, i) => {
+    const height = bucket.count ? Math.max(2, (bucket.count / most) * plotHeight) : 0;
+    const x = CHART.left + i * slot + slot * 0.15;
+    const middle = CHART.left + i * slot + slot / 2;
+    const late = bucket.le_ms === null || bucket.le_ms > 1000;
+    const bar = svgEl(
+      "rect",
+      {
+        x: x.toFixed(1),
+        y: (baseline - height).toFixed(1),
+        width: (slot * 0.7).toFixed(1),
+        height: height.toFixed(1),
+        class: late ? "bar late" : "bar",
+        fill: late ? "#b3261e" : "#1f5fbf",
+        "data-testid": "lateness-bar",
+        "data-count": bucket.count,
+        "data-le-ms": bucket.le_ms ?? "",
+      },
+      svgEl("title", { text: `${labels[i]}: ${bucket.count} ${bucket.count === 1 ? "run" : "runs"}` }),
+    );
+    chart.append(
+      bar,
+      svgEl("text", {
+        x: middle.toFixed(1), y: (baseline - height - 5).toFixed(1), "text-anchor": "middle", class: "count",
+        text: String(bucket.count),
+      }),
+      svgEl("text", {
+        x: middle.toFixed(1), y: baseline + 17, "text-anchor": "middle", class: "label",
+        "data-testid": "lateness-label", text: labels[i],
+      }),
+    );
+  });
+  chart.append(svgEl("text", {
+    x: CHART.left + plotWidth / 2, y: CHART.height - 4, "text-anchor": "middle", class: "axis-title",
+    text: "started late by (bucket upper edge)",
+  }));
+  return chart;
+}
+
+function renderLateness(data) {
+  $("lateness-chart").replaceChildren(latenessChart(data));
+  const list = $("lateness-figures");
+  list.replaceChildren();
+  const at = (ms) => edge(ms, data.runs, data.buckets);
+  field(list, "Runs", data.runs, "lateness-runs");
+  field(list, "Mean", data.mean_ms === null ? "—" : seconds(data.mean_ms / 1000), "lateness-mean");
+  field(list, "p50", at(data.p50_ms), "lateness-p50");
+  field(list, "p90", at(data.p90_ms), "lateness-p90");
+  field(list, "p99", at(data.p99_ms), "lateness-p99");
+  field(list, "Max", at(data.max_ms), "lateness-max");
+  field(list, "Late > 1 s", data.late_over_1s, "lateness-late");
+}
+
+async function loadLateness() {
+  const generation = lateness.generation;
+  try {
+    const { data } = await api("GET", `/lateness?minutes=${LATENESS_MINUTES}`);
+    if (generation !== lateness.generation) return;
+    show($("lateness-error"), false);
+    renderLateness(data);
+  } catch (error) {
+    if (generation !== lateness.generation) return;
+    $("lateness-error").textContent = `Could not load the lateness: ${error.message}`;
+    show($("lateness-error"), true);
+  }
+  clearTimeout(lateness.timer);
+  lateness.timer = setTimeout(loadLateness, LATENESS_MS);
+}
+
+function stopLateness() {
+  lateness.generation += 1;
+  clearTimeout(lateness.timer);
+  lateness.timer = null;
+}
+
 // ---------------------------------------------------------------------------------- task page
 
 const page = {
@@ -421,6 +655,19 @@ const page = {
   timer: null, // the 2 s poll while the task is queued
   generation: 0,
 };
+
+// The task's runs and upcoming runs, read again whenever the task's version changes (a run, a
+// change): a run's record is written before the task that counts it.
+const history = {
+  requested: null, // the task version last asked for (null: ask again)
+  seq: 0, // a newer read makes older answers stale
+  version: null, // the task version the first page was read at
+  items: [], // the loaded runs, newest first
+  cursor: null, // next_cursor of the last loaded page
+  expanded: false, // "Load more" was used: a refresh keeps the older pages
+  lateness: null,
+};
+const upcoming = { requested: null, seq: 0 };
 
 function field(list, label, value, testid) {
   const empty = value === null || value === undefined || value === "";
@@ -446,14 +693,27 @@ function renderFields(task) {
   field(list, "Schedule", describeSchedule(task, { long: true }), "field-schedule");
   field(list, "Due", timeEl(task.due, { mode: "both" }), "field-due");
   if (task.next_attempt_at) {
-    field(list, "Retry at", timeEl(task.next_attempt_at, { mode: "both" }), "field-retry");
+    // Not at `due`: a retry's time, or `due` plus the task's jitter.
+    const label = task.attempts > 0 ? "Retry at" : "Starts at (jitter)";
+    field(list, label, timeEl(task.next_attempt_at, { mode: "both" }), "field-retry");
   }
+  if (task.run_now_at) field(list, "Run now at", timeEl(task.run_now_at, { mode: "both" }), "field-run-now");
   if (task.schedule === "cron") {
     field(list, "Cron", task.cron, "field-cron");
     field(list, "Time zone", task.timezone || "UTC", "field-timezone");
+    field(list, "DST gap", task.dst_skipped === "shift" ? "shift: runs after the gap" : "skip: does not run",
+      "field-dst-skipped");
+    const repeated = task.dst_repeated || "first";
+    const passes = {
+      first: "runs at the first pass", last: "runs at the second pass", both: "runs at both passes",
+    };
+    field(list, "DST repeat", `${repeated}: ${passes[repeated]}`, "field-dst-repeated");
   }
   if (task.schedule === "every") {
     field(list, "Every", `${task.every_seconds} s (${span(task.every_seconds)})`, "field-every");
+  }
+  if (task.jitter_seconds) {
+    field(list, "Jitter", `up to ${task.jitter_seconds} s after each time`, "field-jitter");
   }
   if (task.end) field(list, "Ends", timeEl(task.end), "field-end");
   field(list, "Attempts", `${task.attempts} of ${task.max_attempts} for this occurrence`, "field-attempts");
@@ -484,24 +744,215 @@ function renderLastRun(task) {
 }
 
 function renderChanges(task) {
-  const queued = QUEUED.has(task.status);
-  show($("task-not-changeable"), !queued);
+  const cancellable = QUEUED.has(task.status) || task.status === "paused";
+  show($("task-not-changeable"), task.status !== "pending");
   show($("reschedule-form"), task.status === "pending");
   show($("reschedule-recurring"), task.schedule !== "once");
-  show($("cancel-area"), queued);
-  if (!queued) show($("cancel-confirm"), false);
+  show($("cancel-area"), cancellable);
+  if (!cancellable) show($("cancel-confirm"), false);
 }
 
-// What the task page shows of a task, in order. A later change adds its panels here (run history,
-// upcoming runs, steering), beside their placeholders in index.html.
-const TASK_PANELS = [renderFailure, renderFields, renderLastRun, renderChanges];
+/** The steering buttons the task's status allows (the API refuses the others with a 409). */
+function renderSteering(task) {
+  const { status } = task;
+  const canPause = QUEUED.has(status);
+  const canResume = status === "paused";
+  const canSkip = status === "pending" || status === "paused";
+  const canRunNow = canSkip && !task.run_now_at;
+  show($("pause-area"), canPause);
+  show($("resume-form"), canResume);
+  show($("skip-form"), canSkip);
+  show($("run-now-area"), canRunNow);
+  show($("steering-none"), !(canPause || canResume || canSkip));
+  show($("run-now-waiting"), Boolean(task.run_now_at));
+  $("run-now-at").replaceChildren(task.run_now_at ? timeEl(task.run_now_at, { mode: "both" }) : "");
+  show($("resume-catch-up"), $("resume-missed").value === "each");
+}
+
+// ------------------------------------------------------------------------------- run history
+
+const RUN_COLUMNS = 6;
+
+/** A run's row, and a row under it with its error when it has one. */
+function runRows(run) {
+  const outcome = el("span", {
+    class: `outcome outcome-${run.outcome}`, text: run.outcome, "data-testid": "run-outcome",
+  });
+  const row = el(
+    "tr",
+    { "data-testid": "run-row", "data-run-number": run.number, class: run.error ? "has-error" : undefined },
+    el("td", { text: String(run.number), "data-testid": "run-number" }),
+    el("td", {}, timeEl(run.scheduled_for, { testid: "run-scheduled" })),
+    el("td", { text: String(run.attempt), "data-testid": "run-attempt" }),
+    el("td", {}, outcome),
+    el("td", {}, timeEl(run.started_at, { mode: "relative", testid: "run-started" })),
+    el("td", {
+      text: seconds(run.lateness_seconds), title: `${run.lateness_seconds} s`, "data-testid": "run-lateness",
+    }),
+  );
+  if (!run.error) return [row];
+  const error = el("td", { colspan: RUN_COLUMNS },
+    el("span", { class: "visually-hidden", text: `Run ${run.number} error: ` }),
+    el("span", { class: "error-text", text: run.error, "data-testid": "run-error" }));
+  return [row, el("tr", { class: "run-error", "data-testid": "run-error-row" }, error)];
+}
+
+function renderHistory() {
+  const summary = history.lateness;
+  const list = $("history-lateness");
+  list.replaceChildren();
+  if (summary && summary.runs) {
+    field(list, "Lateness, last run", seconds(summary.last_seconds), "history-last");
+    field(list, "Lateness, p99", seconds(summary.p99_seconds), "history-p99");
+    field(list, "Runs kept", summary.runs, "history-kept");
+  }
+  show(list, Boolean(summary && summary.runs));
+  $("history-rows").replaceChildren(...history.items.flatMap(runRows));
+  show($("history-wrap"), history.items.length > 0);
+  show($("history-none"), history.version !== null && history.items.length === 0);
+  show($("history-more"), Boolean(history.cursor));
+}
+
+/** The newest page of runs, merged above the older pages "Load more" brought (or instead of them
+ * when it does not reach them). */
+async function refreshHistory(task) {
+  const seq = ++history.seq;
+  history.requested = task.version;
+  const path = `/tasks/${encodeURIComponent(task.id)}/runs?limit=${RUNS_PAGE_SIZE}`;
+  try {
+    const { data } = await api("GET", path);
+    if (seq !== history.seq) return;
+    const oldest = data.items.length ? data.items[data.items.length - 1].number : Infinity;
+    const reaches = history.items.some((run) => run.number >= oldest);
+    if (history.expanded && reaches) {
+      const fresh = new Set(data.items.map((run) => run.number));
+      history.items = [...data.items, ...history.items.filter((run) => !fresh.has(run.number))];
+    } else {
+      history.items = data.items;
+      history.cursor = data.next_cursor;
+      history.expanded = false;
+    }
+    history.lateness = data.lateness;
+    history.version = task.version;
+    show($("history-error"), false);
+  } catch (error) {
+    if (seq !== history.seq) return;
+    history.requested = null; // asked again at the next read of the task
+    $("history-error").textContent = `Could not load the run history: ${error.message}`;
+    show($("history-error"), true);
+  }
+  renderHistory();
+}
+
+async function loadMoreRuns() {
+  if (!history.cursor) return;
+  const generation = page.generation;
+  const button = $("history-more");
+  button.disabled = true;
+  const params = new URLSearchParams({ limit: String(RUNS_PAGE_SIZE), cursor: history.cursor });
+  try {
+    const { data } = await api("GET", `/tasks/${encodeURIComponent(page.id)}/runs?${params}`);
+    if (generation !== page.generation) return;
+    const known = new Set(history.items.map((run) => run.number));
+    history.items = [...history.items, ...data.items.filter((run) => !known.has(run.number))];
+    history.cursor = data.next_cursor;
+    history.expanded = true;
+    show($("history-error"), false);
+  } catch (error) {
+    if (generation !== page.generation) return;
+    $("history-error").textContent = `Could not load more runs: ${error.message}`;
+    show($("history-error"), true);
+  } finally {
+    button.disabled = false;
+  }
+  renderHistory();
+}
+
+function renderRunHistory(task) {
+  if (history.requested !== task.version) refreshHistory(task);
+}
+
+// ----------------------------------------------------------------------------- upcoming runs
+
+/** One occurrence (of GET .../upcoming or a preview): its wall time with offset in the task's zone,
+ * UTC, relative; its jittered start when it differs; its DST mark; the wall times a gap skipped
+ * before it. */
+function occurrenceItem(item, zone, testid) {
+  const node = el("li", { "data-testid": testid });
+  for (const skipped of item.skipped) {
+    const text = `${wallTime(skipped)} skipped (DST gap)`;
+    node.append(el("span", { class: "dst-skipped", "data-testid": "occurrence-skipped", text }), " ");
+  }
+  const local = el("span", { class: "local", "data-testid": "occurrence-local", text: wallTime(item.local) });
+  const line = el("span", { class: "occurrence" }, local);
+  if (zone !== "UTC") line.append(" · ", timeEl(item.scheduled_for, { testid: "occurrence-utc" }));
+  line.append(" · ", timeEl(item.scheduled_for, { mode: "relative", testid: "occurrence-relative" }));
+  const jitter = (Date.parse(item.run_at) - Date.parse(item.scheduled_for)) / 1000;
+  if (jitter) {
+    const text = `starts ${seconds(jitter)} later`;
+    const start = el("time", { datetime: item.run_at, title: utc(item.run_at), text });
+    line.append(" · ", el("span", { class: "jitter", "data-testid": "occurrence-start" }, start));
+  }
+  const dst = dstWords(item.dst);
+  if (dst) line.append(" · ", el("strong", { class: "dst", "data-testid": "occurrence-dst", text: dst }));
+  node.append(line);
+  return node;
+}
+
+function renderUpcoming(task, data) {
+  const finished = FINISHED.has(task.status);
+  const items = finished ? [] : data?.items ?? [];
+  const zone = data?.timezone || task.timezone || "UTC";
+  let note;
+  if (finished) note = `None: the task has finished (${task.status}).`;
+  else if (!data) note = "Loading…";
+  else if (!items.length && task.status === "paused") {
+    note = "None while it is paused: its schedule runs again once it is resumed.";
+  } else if (!items.length) note = "None: nothing of its schedule is left.";
+  else note = `The next ${items.length === 1 ? "one" : items.length}, wall times in ${zone}.`;
+  $("upcoming-note").textContent = note;
+  $("upcoming-items").replaceChildren(...items.map((item) => occurrenceItem(item, zone, "upcoming-item")));
+  show($("upcoming-items"), items.length > 0);
+}
+
+async function refreshUpcoming(task) {
+  const seq = ++upcoming.seq;
+  upcoming.requested = task.version;
+  if (FINISHED.has(task.status)) {
+    renderUpcoming(task, null); // a finished task has none (the API answers an empty list)
+    return;
+  }
+  const path = `/tasks/${encodeURIComponent(task.id)}/upcoming?count=${UPCOMING_COUNT}`;
+  try {
+    const { data } = await api("GET", path);
+    if (seq !== upcoming.seq) return;
+    show($("upcoming-error"), false);
+    renderUpcoming(task, data);
+  } catch (error) {
+    if (seq !== upcoming.seq) return;
+    upcoming.requested = null; // asked again at the next read of the task
+    $("upcoming-error").textContent = `Could not load the upcoming runs: ${error.message}`;
+    show($("upcoming-error"), true);
+  }
+}
+
+function renderUpcomingRuns(task) {
+  if (upcoming.requested !== task.version) refreshUpcoming(task);
+}
+
+// What the task page shows of a task, in order; the history and upcoming runs are read again when
+// the task's version changes.
+const TASK_PANELS = [
+  renderFailure, renderFields, renderLastRun, renderSteering, renderChanges,
+  renderRunHistory, renderUpcomingRuns,
+];
 
 function renderTask(task) {
   page.task = task;
   show($("task-load-error"), false);
   show($("task-body"), true);
   for (const panel of TASK_PANELS) panel(task);
-  const watching = QUEUED.has(task.status);
+  const watching = QUEUED.has(task.status) || Boolean(task.run_now_at);
   show($("task-polling"), watching);
   schedulePoll(watching);
 }
@@ -516,6 +967,10 @@ async function loadTask(id) {
   try {
     const { data } = await api("GET", `/tasks/${encodeURIComponent(id)}`);
     if (generation !== page.generation) return;
+    if (page.task && data.version < page.task.version) {
+      schedulePoll(true); // read before a change this page made and has shown: read again
+      return;
+    }
     renderTask(data);
   } catch (error) {
     if (generation !== page.generation) return;
@@ -531,12 +986,67 @@ async function loadTask(id) {
   }
 }
 
-/** A 412 answer: someone changed the task since it was read. */
-async function changedMeanwhile() {
+/** A 412 answer: someone changed the task since it was read (said in `slot`, by the button). */
+async function changedMeanwhile(slot = $("task-action-error")) {
   notify("The task changed meanwhile — reloaded. Check it and try again.", "warning");
-  $("task-action-error").textContent = "The task changed meanwhile — reloaded.";
-  show($("task-action-error"), true);
+  slot.textContent = "The task changed meanwhile — reloaded.";
+  show(slot, true);
   await loadTask(page.id);
+}
+
+/** One steering call (POST /tasks/<id>/<verb>, If-Match the version shown): the task it answers is
+ * shown; a 412 reloads; any other refusal (409, 422) shows the API's message. */
+async function steer(button, verb, body, said) {
+  const slot = $("steering-error");
+  show(slot, false);
+  show($("task-action-error"), false);
+  button.disabled = true;
+  try {
+    const path = `/tasks/${encodeURIComponent(page.id)}/${verb}`;
+    const { data } = await api("POST", path, { body, version: page.task.version });
+    renderTask(data);
+    notify(said(data));
+  } catch (error) {
+    if (error.status === 412) await changedMeanwhile(slot);
+    else {
+      slot.textContent = error.message;
+      show(slot, true);
+    }
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function pauseTask() {
+  const said = (task) => `Paused ${task.id}: nothing of it runs until it is resumed.`;
+  steer($("pause-button"), "pause", undefined, said);
+}
+
+function resumeTask(event) {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const missed = form.elements.missed.value;
+  const body = { missed };
+  const most = form.elements.max_catch_up.value.trim();
+  if (missed === "each" && most !== "") body.max_catch_up = Number(most);
+  const said = (task) => `Resumed ${task.id} (missed: ${missed})${task.due ? `, due ${utc(task.due)}` : ""}.`;
+  steer(form.querySelector("button[type=submit]"), "resume", body, said);
+}
+
+function skipNext(event) {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const count = form.elements.count.value.trim();
+  const body = count === "" ? undefined : { count: Number(count) };
+  const said = (task) => (task.due
+    ? `Skipped ${count || 1}: ${task.id} is due ${utc(task.due)}.`
+    : `Skipped: ${task.id} is ${task.status}.`);
+  steer(form.querySelector("button[type=submit]"), "skip", body, said);
+}
+
+function runNow() {
+  const said = (task) => `Running ${task.id} now (${utc(task.run_now_at)}).`;
+  steer($("run-now-button"), "run-now", undefined, said);
 }
 
 async function rescheduleTask(event) {
@@ -598,8 +1108,21 @@ function openTaskPage(id) {
   show($("task-failure"), false);
   show($("task-polling"), false);
   show($("task-action-error"), false);
+  show($("steering-error"), false);
   show($("cancel-confirm"), false);
   clearErrors($("reschedule-form"), "reschedule");
+  history.seq += 1;
+  upcoming.seq += 1;
+  Object.assign(history, {
+    requested: null, version: null, items: [], cursor: null, expanded: false, lateness: null,
+  });
+  upcoming.requested = null;
+  renderHistory();
+  show($("history-none"), false);
+  $("upcoming-note").textContent = "Loading…";
+  $("upcoming-items").replaceChildren();
+  show($("upcoming-error"), false);
+  show($("history-error"), false);
   loadTask(id);
 }
 
@@ -611,6 +1134,7 @@ function route() {
   show($("queue-view"), !onTask);
   show($("task-view"), onTask);
   if (onTask) {
+    stopLateness();
     openTaskPage(decodeURIComponent(match[1]));
   } else {
     page.generation += 1;
@@ -618,6 +1142,8 @@ function route() {
     clearTimeout(page.timer);
     document.title = "nexttick console";
     loadQueue();
+    stopLateness();
+    loadLateness();
   }
 }
 
@@ -643,8 +1169,13 @@ function start() {
   });
   const create = $("create-form");
   create.addEventListener("submit", createTask);
-  create.elements.kind.addEventListener("change", () => showKind(create, create.elements.kind.value));
+  create.elements.kind.addEventListener("change", () => {
+    showKind(create, create.elements.kind.value);
+    enableCronOnly(create);
+  });
   showKind(create, create.elements.kind.value);
+  enableCronOnly(create);
+  $("preview-button").addEventListener("click", previewTask);
   const reschedule = $("reschedule-form");
   reschedule.addEventListener("submit", rescheduleTask);
   const rescheduleKind = reschedule.elements.kind;
@@ -653,6 +1184,13 @@ function start() {
   $("cancel-start").addEventListener("click", () => show($("cancel-confirm"), true));
   $("cancel-no").addEventListener("click", () => show($("cancel-confirm"), false));
   $("cancel-yes").addEventListener("click", cancelTask);
+  $("pause-button").addEventListener("click", pauseTask);
+  $("resume-form").addEventListener("submit", resumeTask);
+  const missed = $("resume-missed");
+  missed.addEventListener("change", () => show($("resume-catch-up"), missed.value === "each"));
+  $("skip-form").addEventListener("submit", skipNext);
+  $("run-now-button").addEventListener("click", runNow);
+  $("history-more").addEventListener("click", loadMoreRuns);
   window.addEventListener("hashchange", route);
   setInterval(tickClocks, 1000);
   document.body.dataset.ready = "true";
