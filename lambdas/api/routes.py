@@ -44,7 +44,7 @@ from lambdas.api.models import (
 from lambdas.api.openapi import openapi_text
 from lambdas.api.requests import expected_version
 from nexttick import constants
-from nexttick.errors import ConflictError, VersionMismatchError
+from nexttick.errors import ConflictError, ValidationError, VersionMismatchError
 from nexttick.schedules import MAX_UPCOMING
 from nexttick.store import TaskStatus
 
@@ -379,6 +379,13 @@ def get_lateness(
 _STEER_ERRORS = _errors(400, 404, 409, 412, 415, 422)
 
 
+def _no_null_body(request: Request) -> None:
+    """An optional body may be left out or be an object; a JSON `null` is neither (Powertools would
+    take it for a missing body)."""
+    if (request.resolved_event.body or "").strip() == "null":
+        raise ValidationError("body: must be a JSON object, or left out", field="body")
+
+
 @_route(
     "POST",
     "/tasks/<id>/pause",
@@ -405,9 +412,11 @@ def pause_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> R
 def resume_task(
     id: TaskId,
     editor: CurrentEditor,
+    request: Request,
     body: Annotated[ResumeRequest | SkipJsonSchema[None], Body()] = None,
     if_match: IfMatch = None,
 ) -> Response[Any]:
+    _no_null_body(request)
     options = body.model_dump(exclude_none=True) if body is not None else {}
     return _task_response(editor.resume(id, expected_version=expected_version(if_match), **options))
 
@@ -424,9 +433,11 @@ def resume_task(
 def skip_task(
     id: TaskId,
     editor: CurrentEditor,
+    request: Request,
     body: Annotated[SkipRequest | SkipJsonSchema[None], Body()] = None,
     if_match: IfMatch = None,
 ) -> Response[Any]:
+    _no_null_body(request)
     count = body.count if body is not None and body.count is not None else 1
     return _task_response(editor.skip(id, count=count, expected_version=expected_version(if_match)))
 

@@ -414,7 +414,7 @@ def test_a_preview_shows_the_next_occurrences_and_creates_nothing(
     with page.expect_request(lambda r: r.method == "POST") as sent:
         page.get_by_test_id("preview-button").click()
     # Then the API was asked for a dry run of what the form holds ...
-    body = {
+    body: dict[str, Any] = {
         "action": "log",
         "cron": "0 9 * * 5",
         "timezone": "Europe/Berlin",

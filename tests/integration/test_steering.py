@@ -4,7 +4,7 @@ that dies between the writes of each."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -228,7 +228,26 @@ def test_a_paused_task_still_lists_its_upcoming_runs_and_errors_name_only_the_fi
     task = api.post("/tasks", {"action": "record", "every": "10m"}).json()
     api.post(f"/tasks/{task['id']}/pause")
     items = api.get(f"/tasks/{task['id']}/upcoming?count=2").json()["items"]
-    assert [u["scheduled_for"] for u in items][0] == task["due"]
+    assert items[0]["scheduled_for"] == task["due"]
     bad = api.post(f"/tasks/{task['id']}/skip", {"count": 0})
     assert bad.status == 422 and bad.json()["field"] == "count"
     assert "also invalid" not in bad.json()["message"]
+
+
+def test_steering_bodies_are_optional_objects_never_null(
+    env: WorkerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lambdas.api import handler as module
+    from lambdas.api.app import build_app
+
+    monkeypatch.setattr(module, "app", build_app(lambda: env.editor))
+    api = LambdaApi(module.handler)
+    task = api.post("/tasks", {"action": "record", "every": "10m"}).json()
+    json_type = {"content-type": "application/json"}
+    for body, status in (("null", 422), ("[]", 422), ("{}", 200)):
+        answer = api.request("POST", f"/tasks/{task['id']}/skip", body=body, headers=json_type)
+        assert answer.status == status, (body, answer.body)
+        if status == 422:
+            assert answer.json()["field"] == "body"
+    assert api.request("POST", f"/tasks/{task['id']}/skip").status == 200  # no body at all
+    assert env.editor.get(task["id"]).due == datetime.fromisoformat(task["due"]) + 2 * TEN_MIN
