@@ -53,7 +53,7 @@ from nexttick.runtime import Runtime
 from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
 from nexttick.store import Pointer, QueueEntry, TaskExistsError, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
-from nexttick.store.records import Occurrence, occurrence_of, recurrence_of
+from nexttick.store.records import RUNNABLE_NOW, Occurrence, occurrence_of, recurrence_of
 
 _MAX_CAS_RETRIES = 20
 
@@ -407,14 +407,15 @@ class Editor:
 
     def run_now(self, task_id: str, *, expected_version: int | None = None) -> Task:
         """Run one extra occurrence of a pending or paused task now, with its own idempotency key
-        (its scheduled time is now); the schedule is unchanged. One at a time: 409 while one waits."""
+        (its scheduled time is now); the schedule is unchanged. On a failed task it is a retry: if
+        it succeeds, so has the task. One at a time: 409 while one waits."""
         for _ in range(_MAX_CAS_RETRIES):
             current = self._read(task_id)
             if expected_version is not None and current.version != expected_version:
                 raise version_mismatch(current, expected_version)
-            if current.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
+            if current.status not in RUNNABLE_NOW:
                 raise ConflictError(
-                    f"status: task is {current.status}, not pending or paused", field="status"
+                    f"status: task is {current.status}, not pending, paused or failed", field="status"
                 )
             if current.extra_key is not None:
                 raise ConflictError(

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from nexttick.rulesync import Outcome, RuleSync
-from nexttick.store.records import TaskStatus
+from nexttick.store.records import RUNNABLE_NOW, TaskStatus
 from nexttick.store.streams import ItemKind, item_kind, rule_image, task_image
 
 _CHANGES = ("INSERT", "MODIFY")
@@ -54,7 +54,7 @@ class KeeperReport:
 def scheduled_due(record: Mapping[str, Any]) -> datetime | None:
     """The due time a task stream record newly schedules, or None (not a task, not pending, due
     unchanged, a removal): its schedule's next occurrence, or a "run now" occurrence just asked for
-    (pending or paused), whichever is earlier."""
+    (pending, paused, or a failed task's retry), whichever is earlier."""
     change = record.get("dynamodb", {})
     if record.get("eventName") not in _CHANGES or item_kind(change.get("Keys", {})) is not ItemKind.TASK:
         return None
@@ -66,7 +66,7 @@ def scheduled_due(record: Mapping[str, Any]) -> datetime | None:
     if new.status == TaskStatus.PENDING and new.due is not None and new_due:
         wanted.append(new.due)
     new_run_now = old is None or old.run_now_at != new.run_now_at
-    if new.run_now_at is not None and new.status in (TaskStatus.PENDING, TaskStatus.PAUSED) and new_run_now:
+    if new.run_now_at is not None and new.status in RUNNABLE_NOW and new_run_now:
         wanted.append(new.run_now_at)
     return min(wanted) if wanted else None
 

@@ -448,7 +448,8 @@ def skip_task(
     summary="Run one extra occurrence now",
     operation_id="runTaskNow",
     description="One extra occurrence of a pending or paused task, now, with its own idempotency key "
-    "(its scheduled time is now); the schedule is unchanged. 409 while an earlier one still waits.",
+    "(its scheduled time is now); the schedule is unchanged. On a failed task it is a retry: when "
+    "it succeeds, the task has succeeded. 409 while an earlier one still waits.",
     responses={
         200: _task("The task; `run_now_at` says when the extra occurrence runs.", links=True),
         **_STEER_ERRORS,

@@ -33,6 +33,10 @@ class TaskStatus(StrEnum):
     SKIPPED = "skipped"
 
 
+# A task in one of these may run an extra occurrence now ("run now"; for a failed one, a retry).
+RUNNABLE_NOW = frozenset({TaskStatus.PENDING, TaskStatus.PAUSED, TaskStatus.FAILED})
+
+
 @dataclass(kw_only=True)
 class TaskFields:
     """A task's own fields, the ones its users see: the stored TaskRecord adds the store's

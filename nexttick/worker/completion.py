@@ -180,9 +180,12 @@ def history_expiry(
     return run.finished_at + min(keep, MAX_HISTORY_KEEP)
 
 
-def plan_extra(task: TaskRecord, a: Attempt, now: datetime, *, rng: random.Random) -> Plan:
+def plan_extra(
+    task: TaskRecord, a: Attempt, now: datetime, *, retention: timedelta, rng: random.Random
+) -> Plan:
     """After attempt `a` of a "run now" occurrence: recorded like any run (retried while attempts
-    are left), and the task's schedule left exactly as it is."""
+    are left), and the task's schedule left exactly as it is — except that a failed task whose
+    retry succeeded has succeeded."""
     ran = a.outcome is not RunOutcome.SKIPPED
     base = replace(task, runs=task.runs + (1 if ran else 0), version=task.version + 1, updated_at=now)
     if a.outcome is RunOutcome.FAILED and a.attempt < task.max_attempts:
@@ -193,4 +196,6 @@ def plan_extra(task: TaskRecord, a: Attempt, now: datetime, *, rng: random.Rando
             return Plan(record, Occurrence(retry_at, a.scheduled_for, a.attempt + 1), "retrying")
     result = a.outcome.value
     record = replace(base, last_run=_last_run(a, result), extra_key=None, extra_token=None)
+    if task.status == TaskStatus.FAILED and a.outcome is RunOutcome.SUCCEEDED:
+        record = replace(record, status=TaskStatus.SUCCEEDED, expires_at=now + retention)
     return Plan(record, None, result)

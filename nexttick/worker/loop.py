@@ -41,7 +41,7 @@ from nexttick.observability import MetricUnit, add_metric_with_dimensions, logge
 from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
 from nexttick.store import Pointer
-from nexttick.store.records import QueueEntry, TaskRecord, TaskStatus
+from nexttick.store.records import RUNNABLE_NOW, QueueEntry, TaskRecord, TaskStatus
 from nexttick.worker import drain
 from nexttick.worker.completion import (
     MAX_ERROR_CHARS,
@@ -81,9 +81,9 @@ def _no_hook(_step: str, _entry: QueueEntry) -> None:
 
 def _live(task: TaskRecord, entry: QueueEntry) -> bool:
     """Whether `entry` is an occurrence `task` still wants run: its schedule's next one while it is
-    pending, or its "run now" one while it is pending or paused."""
+    pending, or its "run now" one while it is pending, paused or failed (a retry)."""
     if entry.token == task.extra_token:
-        return task.status in (TaskStatus.PENDING, TaskStatus.PAUSED)
+        return task.status in RUNNABLE_NOW
     return task.status == TaskStatus.PENDING and entry.token == task.queue_token
 
 
@@ -512,7 +512,7 @@ class Worker:
                 if entry.token == task.extra_token:  # its "run now" is over: another may be asked for
                     updated = replace(updated, extra_key=None, extra_token=None)
             elif entry.token == task.extra_token:
-                plan = plan_extra(task, attempt, now, rng=self.rng)
+                plan = plan_extra(task, attempt, now, retention=self.retention, rng=self.rng)
                 updated, run, outcome, pointer = plan.record, plan.next_run, plan.result, Pointer.EXTRA
             else:
                 plan = plan_completion(task, attempt, now, retention=self.retention, rng=self.rng)

@@ -242,7 +242,7 @@ def test_a_recurring_task_shows_its_runs_and_is_paused_skipped_run_now_resumed_a
         expect(page.get_by_test_id(shown)).to_be_visible()
     expect(pause).to_be_hidden()
     expect(page.get_by_test_id("reschedule-form")).to_be_hidden()
-    expect(page.get_by_test_id("upcoming-note")).to_contain_text("None while it is paused")
+    expect(page.get_by_test_id("upcoming-note")).to_contain_text("Paused: none runs until it is resumed")
     # And the queue's status filter "paused" asks the API for paused tasks, and lists it
     page.get_by_test_id("back-to-queue").click()
     expect(row(page, "weekly-report")).to_be_visible()
@@ -553,6 +553,12 @@ def test_a_failed_task_shows_its_error(console: tuple[Page, PageWatch], stack: L
     # And its run history shows the failed run with that error
     expect(page.get_by_test_id("run-outcome")).to_have_text("failed")
     expect(page.get_by_test_id("run-error")).to_have_text(error)
+    # And "Retry now" runs it once more (a run-now; its webhook still has no listener)
+    retry = page.get_by_test_id("run-now-button")
+    expect(retry).to_have_text("Retry now")
+    retry.click()
+    expect(page.get_by_test_id("run-outcome")).to_have_count(2, timeout=RUN_TIMEOUT_MS)
+    assert stack.get("doomed")["status"] == "failed" and stack.get("doomed")["runs"] == 2
     watch.assert_clean()
 
 

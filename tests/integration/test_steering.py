@@ -251,3 +251,34 @@ def test_steering_bodies_are_optional_objects_never_null(
             assert answer.json()["field"] == "body"
     assert api.request("POST", f"/tasks/{task['id']}/skip").status == 200  # no body at all
     assert env.editor.get(task["id"]).due == datetime.fromisoformat(task["due"]) + 2 * TEN_MIN
+
+
+def test_run_now_on_a_failed_task_is_a_retry_that_succeeds_it(env: WorkerEnv) -> None:
+    # Given a one-shot task that failed its only attempt
+    task = env.editor.schedule_in("record", 60, max_attempts=1)
+    outcomes = iter([RuntimeError("down"), RuntimeError("still down"), None])
+
+    def flaky(envelope: dict[str, Any]) -> None:
+        error = next(outcomes)
+        if error is not None:
+            raise error
+
+    RECORDER.during[task.id] = flaky
+    env.travel_to(task.due)
+    env.run(remaining_seconds=10)
+    assert env.editor.get(task.id).status == "failed"
+    # When it is retried and fails again, then retried (a minute later) and succeeds
+    env.travel_to(task.due + timedelta(minutes=1))
+    env.editor.run_now(task.id)
+    env.run(remaining_seconds=10)
+    assert env.editor.get(task.id).status == "failed"
+    env.travel_to(task.due + timedelta(minutes=2))
+    env.editor.run_now(task.id)
+    env.run(remaining_seconds=10)
+    # Then it has succeeded, each retry under its own key, every attempt in its history
+    after = env.editor.get(task.id)
+    assert after.status == "succeeded" and after.run_now_at is None and after.runs == 3
+    assert len({c.envelope["idempotency_key"] for c in RECORDER.calls[task.id]}) == 3
+    assert [r.outcome for r in env.editor.runs(task.id).items] == ["succeeded", "failed", "failed"]
+    with pytest.raises(ConflictError):  # a succeeded task has nothing to retry
+        env.editor.run_now(task.id)

@@ -758,12 +758,13 @@ function renderSteering(task) {
   const canPause = QUEUED.has(status);
   const canResume = status === "paused";
   const canSkip = status === "pending" || status === "paused";
-  const canRunNow = canSkip && !task.run_now_at;
+  const canRunNow = (canSkip || status === "failed") && !task.run_now_at;
   show($("pause-area"), canPause);
   show($("resume-form"), canResume);
   show($("skip-form"), canSkip);
   show($("run-now-area"), canRunNow);
-  show($("steering-none"), !(canPause || canResume || canSkip));
+  show($("steering-none"), !(canPause || canResume || canSkip || canRunNow));
+  $("run-now-button").textContent = status === "failed" ? "Retry now" : "Run now";
   show($("run-now-waiting"), Boolean(task.run_now_at));
   $("run-now-at").replaceChildren(task.run_now_at ? timeEl(task.run_now_at, { mode: "both" }) : "");
   show($("resume-catch-up"), $("resume-missed").value === "each");
@@ -906,10 +907,11 @@ function renderUpcoming(task, data) {
   let note;
   if (finished) note = `None: the task has finished (${task.status}).`;
   else if (!data) note = "Loading…";
-  else if (!items.length && task.status === "paused") {
-    note = "None while it is paused: its schedule runs again once it is resumed.";
-  } else if (!items.length) note = "None: nothing of its schedule is left.";
-  else note = `The next ${items.length === 1 ? "one" : items.length}, wall times in ${zone}.`;
+  else if (!items.length) note = "None: nothing of its schedule is left.";
+  else {
+    note = `The next ${items.length === 1 ? "one" : items.length}, wall times in ${zone}.`;
+    if (task.status === "paused") note += " Paused: none runs until it is resumed.";
+  }
   $("upcoming-note").textContent = note;
   $("upcoming-items").replaceChildren(...items.map((item) => occurrenceItem(item, zone, "upcoming-item")));
   show($("upcoming-items"), items.length > 0);
