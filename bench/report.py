@@ -447,10 +447,13 @@ SHORTFALL: dict[str, str] = {
         "what the design does for large bursts: more invocations (fan-out, below)."
     ),
     "DynamoDB units per one-shot task lifecycle": (
-        "a one-shot task costs 2 writes to create (its queue entry and its item) and 3 to run (the "
-        "claim, the task's outcome, the entry's delete): 5. Four needs one item write less per task, "
-        "e.g. a queue entry that carries the task (one item per pending occurrence) — a change of the "
-        "data layout, not made here."
+        "a one-shot task costs 2 writes to create (its queue entry and its item) and 4 to run (the "
+        "claim, its run record in the task's history, the task's outcome, the entry's delete): 6; a "
+        "worker pass adds one more, its minute of the lateness histogram (shared by the pass's runs). "
+        "The run record is the price of the run history (one record per attempt). Four needs two item "
+        "writes less per task, e.g. a queue entry that carries the task (one item per pending "
+        "occurrence) and a run history kept in fewer, larger items — a change of the data layout, "
+        "not made here."
     ),
     "DynamoDB read units per one-shot task (sparse": (
         "a worker run reads every queue shard (16 strongly consistent Queries, at least 1 read unit "
@@ -461,7 +464,7 @@ SHORTFALL: dict[str, str] = {
         "re-arm reads it, or fewer shards for a small table."
     ),
     "cost per million": (
-        "the write units above dominate (5 per task), then Lambda's duration; the figure follows the "
+        "the write units above dominate (6 per task), then Lambda's duration; the figure follows the "
         "units: ≤ 4 write units and less Lambda CPU per fire would bring it to about $1."
     ),
     "fan-out: 10,000": (

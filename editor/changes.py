@@ -140,9 +140,10 @@ def updatable(fields: dict[str, Any]) -> TaskChanges:
     return TaskChanges(**fields)
 
 
-def require_pending(current: TaskRecord) -> None:
-    if current.status != TaskStatus.PENDING:
-        raise ConflictError(f"status: task is {current.status}, not pending", field="status")
+def require_changeable(current: TaskRecord) -> None:
+    """Changes and cancels apply to a task that is still scheduled: pending, or paused."""
+    if current.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
+        raise ConflictError(f"status: task is {current.status}, not pending or paused", field="status")
 
 
 def version_mismatch(current: TaskRecord, expected_version: int) -> VersionMismatchError:
@@ -153,7 +154,7 @@ def version_mismatch(current: TaskRecord, expected_version: int) -> VersionMisma
 
 def already_applied(current: TaskRecord, given: dict[str, Any], now: datetime) -> bool:
     """Whether applying `given` now would leave every field a change can set as it is."""
-    if current.status != TaskStatus.PENDING:
+    if current.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
         return False
     try:
         updated, _ = apply_changes(current, given, now)

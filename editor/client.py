@@ -24,7 +24,7 @@ from editor.changes import (
     check_missed,
     new_record,
     paused,
-    require_pending,
+    require_changeable,
     resumed,
     skipped,
     updatable,
@@ -317,16 +317,17 @@ class Editor:
                     self._resync(current)
                     return self._view(current)
                 raise version_mismatch(current, expected_version)
-            require_pending(current)
+            require_changeable(current)
             updated, due = apply_changes(current, given, now)
+            parked = current.status == TaskStatus.PAUSED  # a paused task is changed and stays paused
             if due is None:
                 committed = self.store.replace_task(updated, current.version)
             else:
                 leaving = self.store.entry_of(current)
                 run = occurrence_of(updated, due)
-                committed = self.store.swap_occurrence(current, updated, run, leaving=leaving)
+                committed = self.store.swap_occurrence(current, updated, run, leaving=leaving, parked=parked)
             if committed:
-                if due is not None:
+                if due is not None and not parked:
                     self.runtime.rule_sync.on_task_due(run.run_at)
                 return self._view(updated)
         raise ConflictError("id: task is changing too often; retry", field="id")
@@ -344,8 +345,7 @@ class Editor:
                 return self._view(current)
             if expected_version is not None and current.version != expected_version:
                 raise version_mismatch(current, expected_version)
-            if current.status != TaskStatus.PAUSED:
-                require_pending(current)
+            require_changeable(current)
             now = self.clock.now()
             updated = replace(
                 current,

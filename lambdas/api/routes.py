@@ -88,7 +88,8 @@ IfMatch = Annotated[
 _ERROR_DESCRIPTIONS = {
     400: "Malformed body: not JSON (NaN, Infinity and absurd nesting included) or not UTF-8.",
     404: "Unknown task (or route).",
-    409: "Conflict: the task is not pending, or the client id holds a different task.",
+    409: "Conflict: the task's status does not allow this (`field: status`, e.g. a finished task), or "
+    "the client id holds a different task.",
     412: "`If-Match` does not match the task's current version.",
     413: "Payload larger than 256 KiB serialised.",
     415: "The body is not `application/json`.",

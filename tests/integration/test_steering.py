@@ -282,3 +282,21 @@ def test_run_now_on_a_failed_task_is_a_retry_that_succeeds_it(env: WorkerEnv) ->
     assert [r.outcome for r in env.editor.runs(task.id).items] == ["succeeded", "failed", "failed"]
     with pytest.raises(ConflictError):  # a succeeded task has nothing to retry
         env.editor.run_now(task.id)
+
+
+def test_a_paused_task_can_be_changed_and_stays_paused(env: WorkerEnv) -> None:
+    task = env.editor.schedule_every("record", "10m")
+    env.editor.pause(task.id)
+    # When a paused task is rescheduled and its payload changed
+    moved = env.editor.reschedule(task.id, every="1h", expected_version=2)
+    patched = env.editor.update(task.id, payload={"v": 2})
+    # Then it stays paused, at its new time, listed as paused, and nothing runs at it
+    assert (moved.status, patched.status, patched.payload) == ("paused", "paused", {"v": 2})
+    assert [t.due for t in env.editor.list(status="paused").items] == [moved.due]
+    env.travel_to(moved.due + timedelta(seconds=1))
+    env.run(remaining_seconds=5)
+    assert RECORDER.calls[task.id] == []
+    # And once resumed, it runs on the new schedule
+    env.editor.resume(task.id, missed="once")
+    env.run(remaining_seconds=10)
+    assert scheduled(env, task.id) == [moved.due.isoformat().replace("+00:00", "Z")]
