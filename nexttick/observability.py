@@ -9,12 +9,12 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 from aws_lambda_powertools.shared import constants
@@ -49,21 +49,24 @@ metrics = Metrics(provider=_EMFProvider(namespace=NAMESPACE, service=SERVICE))
 tracer = Tracer(service=SERVICE)
 
 
-def add_metric_with_dimensions(name: str, unit: MetricUnit, value: float, **dimensions: str) -> None:
-    """One value of metric `name` under its own dimensions (plus `service`, as every metric here), on
-    an EMF line of its own printed at once (Powertools `single_metric`). The invocation's `metrics`
-    keep their dimension set and are flushed as before. With metrics disabled nothing happens:
-    `single_metric` does not check `POWERTOOLS_METRICS_DISABLED` itself and always prints."""
+Dimensions = tuple[tuple[str, str], ...]
+
+
+def emit_by_dimensions(name: str, unit: MetricUnit, values: Mapping[Dimensions, Sequence[float]]) -> None:
+    """Values of metric `name` grouped by their own dimensions (plus `service`): one EMF line per
+    dimension set (Powertools `EphemeralMetrics`; it starts a new line past 100 values), so a worker
+    pass prints a line per action and kind, not per run. The invocation's shared `metrics` keep their
+    dimension set. With metrics disabled nothing is printed (`EphemeralMetrics` does not check
+    `POWERTOOLS_METRICS_DISABLED` itself)."""
     if is_metrics_disabled():
         return
-    with single_metric(
-        name=name,
-        unit=unit,
-        value=value,
-        namespace=NAMESPACE,
-        default_dimensions={"service": SERVICE, **dimensions},
-    ):
-        pass
+    for dimensions, batch in values.items():
+        emf = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+        for key, label in dimensions:
+            emf.add_dimension(name=key, value=label)
+        for value in batch:
+            emf.add_metric(name=name, unit=unit, value=value)
+        emf.flush_metrics()
 
 
 def inject_lambda_context(*, correlation_id_path: str | None = None) -> Callable[[Handler], Handler]:
@@ -109,7 +112,7 @@ __all__ = [
     "NAMESPACE",
     "SERVICE",
     "MetricUnit",
-    "add_metric_with_dimensions",
+    "emit_by_dimensions",
     "inject_lambda_context",
     "logger",
     "metrics",

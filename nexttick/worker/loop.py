@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextvars
 import random
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -37,7 +37,7 @@ from typing import Any
 
 from nexttick import constants
 from nexttick.actions import ActionRegistry, Delivery
-from nexttick.observability import MetricUnit, add_metric_with_dimensions, logger, metrics
+from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
 from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
 from nexttick.store import Pointer
@@ -157,6 +157,8 @@ class Worker:
         self._claimed_in: set[int] = set()  # shards this invocation has claimed an entry of
         self._in_burst = False  # a pass has had a full pool: more is due than runs at once
         self._yield_lock = threading.Lock()
+        # This pass's lateness per (action, kind), printed as one EMF line each when it ends.
+        self._lateness_by_kind: defaultdict[Dimensions, list[float]] = defaultdict(list)
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RunReport:
@@ -312,6 +314,8 @@ class Worker:
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
         self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
+        lateness_by_kind, self._lateness_by_kind = self._lateness_by_kind, defaultdict(list)
+        emit_by_dimensions(constants.METRIC_LATENESS, MetricUnit.Milliseconds, lateness_by_kind)
         return submitted > 0
 
     def _collect(self, done: set[Future[_Done]]) -> None:
@@ -330,14 +334,9 @@ class Worker:
                 metrics.add_metric(
                     name=constants.METRIC_LATENESS, unit=MetricUnit.Milliseconds, value=outcome.lateness_ms
                 )
-                # Also per action and schedule kind: a dimension set of its own, on its own EMF line.
-                add_metric_with_dimensions(
-                    constants.METRIC_LATENESS,
-                    MetricUnit.Milliseconds,
-                    outcome.lateness_ms,
-                    action=outcome.action or "unknown",
-                    kind=outcome.kind or "unknown",
-                )
+                # Also per action and schedule kind: printed by dimension set at the pass's end.
+                by = (("action", outcome.action or "unknown"), ("kind", outcome.kind or "unknown"))
+                self._lateness_by_kind[by].append(outcome.lateness_ms)
                 if outcome.lateness_ms > constants.LATE_RUN_THRESHOLD_SECONDS * 1000:
                     metrics.add_metric(name=constants.METRIC_LATE_RUNS, unit=MetricUnit.Count, value=1)
                 if outcome.started is not None:  # written by the pass's end (`flush_lateness`)

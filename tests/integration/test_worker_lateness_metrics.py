@@ -1,4 +1,5 @@
-"""Lateness metrics per action and schedule kind (Powertools `single_metric`, one EMF line each,
+"""Lateness metrics per action and schedule kind (Powertools `EphemeralMetrics`, one EMF line per
+dimension set and worker pass,
 beside the invocation's dimensionless `lateness`), and `late_runs` for runs over 1 s late."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from lambdas.worker import handler as worker_handler
 from nexttick import constants
 from nexttick.config import NextTickSettings
-from nexttick.observability import SERVICE, MetricUnit, add_metric_with_dimensions
+from nexttick.observability import SERVICE, Dimensions, MetricUnit, emit_by_dimensions
 from nexttick.observability import metrics as powertools_metrics
 from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv
 
@@ -65,7 +66,7 @@ def test_lateness_is_emitted_per_action_and_kind_and_late_runs_counts_runs_over_
     result = worker_handler.handler(SCHEDULED, FakeContext(env.clock, remaining_seconds=120))
     assert result["succeeded"] == 2 and RECORDER.calls[every.id]
     printed = emf_values(capsys.readouterr().out)
-    # Then each run's lateness has a line of its own with its action and schedule kind
+    # Then the pass's lateness has a line per action and schedule kind
     by_action = sorted(
         ((dims, values) for dims, name, values in printed if name == "lateness" and len(dims) > 1),
         key=lambda line: line[0]["action"],
@@ -106,14 +107,20 @@ def test_dimensioned_metrics_print_nothing_when_metrics_are_disabled(
     # Given metrics disabled (the local stack's default)
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     capsys.readouterr()
-    # When a dimensioned metric is added, Then nothing is printed (single_metric alone would print)
-    add_metric_with_dimensions("lateness", MetricUnit.Milliseconds, 12.0, action="log", kind="once")
+    # When dimensioned metrics are emitted, Then nothing is printed (EphemeralMetrics alone would)
+    values: dict[Dimensions, list[float]] = {
+        (("action", "log"), ("kind", "once")): [12.0, 14.0],
+        (("action", "hook"), ("kind", "cron")): [3.0],
+    }
+    emit_by_dimensions("lateness", MetricUnit.Milliseconds, values)
     assert capsys.readouterr().out == ""
-    # And with metrics on, one EMF line with its own dimension set, the shared metrics untouched
+    # And with metrics on, one EMF line per dimension set with all its values, the shared metrics
+    # untouched
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     powertools_metrics.clear_metrics()
-    add_metric_with_dimensions("lateness", MetricUnit.Milliseconds, 12.0, action="log", kind="once")
+    emit_by_dimensions("lateness", MetricUnit.Milliseconds, values)
     assert emf_values(capsys.readouterr().out) == [
-        ({"service": SERVICE, "action": "log", "kind": "once"}, "lateness", [12.0])
+        ({"service": SERVICE, "action": "log", "kind": "once"}, "lateness", [12.0, 14.0]),
+        ({"service": SERVICE, "action": "hook", "kind": "cron"}, "lateness", [3.0]),
     ]
     assert powertools_metrics.metric_set == {}
