@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -409,10 +410,8 @@ class Editor:
         """Run one extra occurrence of a pending or paused task now, with its own idempotency key
         (its scheduled time is now); the schedule is unchanged. On a failed task it is a retry: if
         it succeeds, so has the task. One at a time: 409 while one waits."""
-        for _ in range(_MAX_CAS_RETRIES):
-            current = self._read(task_id)
-            if expected_version is not None and current.version != expected_version:
-                raise version_mismatch(current, expected_version)
+
+        def change(current: TaskRecord, now: datetime) -> tuple[TaskRecord, Occurrence | None, bool]:
             if current.status not in RUNNABLE_NOW:
                 raise ConflictError(
                     f"status: task is {current.status}, not pending, paused or failed", field="status"
@@ -421,29 +420,30 @@ class Editor:
                 raise ConflictError(
                     "status: a run-now occurrence of this task is already waiting", field="status"
                 )
-            now = self.clock.now()
-            updated = replace(current, version=current.version + 1, updated_at=now)
-            run = Occurrence(now, now)
-            if self.store.swap_occurrence(current, updated, run, leaving=None, pointer=Pointer.EXTRA):
-                self.runtime.rule_sync.on_task_due(now)
-                return self._view(updated)
-        raise ConflictError("id: task is changing too often; retry", field="id")
+            return replace(current, version=current.version + 1, updated_at=now), Occurrence(now, now), False
+
+        return self._steer(task_id, expected_version, change, pointer=Pointer.EXTRA)
 
     def _steer(
         self,
         task_id: str,
         expected_version: int | None,
-        change: Any,
+        change: Callable[[TaskRecord, datetime], tuple[TaskRecord, Occurrence | None, bool]],
+        *,
+        pointer: Pointer = Pointer.SCHEDULE,
     ) -> Task:
         """Apply `change(current, now) -> (updated, occurrence or None, parked)` with compare-and-set,
-        moving the task's schedule pointer to the new occurrence's entry (parked for a paused task)."""
+        moving one of the task's pointers to the new occurrence's entry: its schedule's (from the
+        entry it leaves; parked for a paused task), or its "run now" one (a new entry beside it)."""
         for _ in range(_MAX_CAS_RETRIES):
             current = self._read(task_id)
             if expected_version is not None and current.version != expected_version:
                 raise version_mismatch(current, expected_version)
             updated, run, parked = change(current, self.clock.now())
-            leaving = self.store.entry_of(current)
-            if self.store.swap_occurrence(current, updated, run, leaving=leaving, parked=parked):
+            leaving = self.store.entry_of(current) if pointer is Pointer.SCHEDULE else None
+            if self.store.swap_occurrence(
+                current, updated, run, leaving=leaving, parked=parked, pointer=pointer
+            ):
                 if run is not None and not parked:
                     self.runtime.rule_sync.on_task_due(run.run_at)
                 return self._view(updated)
