@@ -253,11 +253,11 @@ class Editor:
     def _upcoming(self, record: TaskRecord, count: int) -> builtins.list[Upcoming]:
         if record.status not in (TaskStatus.PENDING, TaskStatus.PAUSED) or record.due is None:
             return []  # finished (a paused task lists what would run after a resume with "skip")
-        due = record.due
+        due, recurrence = record.due, recurrence_of(record)
         if record.schedule_kind is ScheduleKind.CRON:
             # The due occurrence itself (it has not run yet), with the wall times a DST gap skipped
             # between now and it.
-            recurrence, just_before = recurrence_of(record), timedelta(microseconds=1)
+            just_before = timedelta(microseconds=1)
             first = recurrence.upcoming(min(self.clock.now(), due) - just_before, 1)
             if not (first and first[0].at == due):  # not the next one from now: say what it is alone
                 first = recurrence.upcoming(due - just_before, 1)
@@ -270,7 +270,7 @@ class Editor:
             head = UpcomingRun(due, due)
         runs = [head]
         if record.schedule_kind is not ScheduleKind.ONCE and count > 1:
-            runs += recurrence_of(record).upcoming(due, count - 1)
+            runs += recurrence.upcoming(due, count - 1)
         runs = [run for run in runs if record.end is None or run.at <= record.end]
         return [Upcoming.of(run, occurrence_of(record, run.at).run_at) for run in runs]
 

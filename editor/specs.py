@@ -8,7 +8,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -194,21 +194,33 @@ def check_page(status: str | None, limit: Any, cursor: str | None) -> str | None
     return decode_cursor(cursor) if cursor else None
 
 
+def _encode(name: str, value: str | int) -> str:
+    """A page cursor: `{name: value}` as unpadded URL-safe base64 JSON."""
+    return base64.urlsafe_b64encode(json.dumps({name: value}).encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str, name: str, check: Callable[[Any], None]) -> Any:
+    """The `name` value of a cursor `_encode` made, checked by `check` (raises on a bad value)."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))[name]
+        check(value)
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise ValidationError("cursor: not a cursor returned by this API", field="cursor") from exc
+    return value
+
+
 def encode_cursor(key: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"after": key}).encode()).decode().rstrip("=")
+    return _encode("after", key)
 
 
 def decode_cursor(cursor: str) -> str:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        decoded = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        key = decoded["after"]
+    def check(key: Any) -> None:
         if not isinstance(key, str):
             raise TypeError("cursor key is not a string")
         split_queue_sort_key(key)
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise ValidationError("cursor: not a cursor returned by this API", field="cursor") from exc
-    return key
+
+    return str(_decode(cursor, "after", check))
 
 
 def check_runs_page(limit: Any, cursor: str | None) -> int | None:
@@ -217,18 +229,16 @@ def check_runs_page(limit: Any, cursor: str | None) -> int | None:
         raise ValidationError(f"limit: must be an integer between 1 and {MAX_RUNS_PAGE_SIZE}", field="limit")
     if not cursor:
         return None
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        before = json.loads(base64.urlsafe_b64decode(padded.encode()))["before"]
+
+    def check(before: Any) -> None:
         if not isinstance(before, int) or isinstance(before, bool) or before < 1:
             raise TypeError("cursor run number is not a positive integer")
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise ValidationError("cursor: not a cursor returned by this API", field="cursor") from exc
-    return before
+
+    return int(_decode(cursor, "before", check))
 
 
 def encode_runs_cursor(before: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"before": before}).encode()).decode().rstrip("=")
+    return _encode("before", before)
 
 
 def check_jitter(seconds: Any) -> float | None:
