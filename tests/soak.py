@@ -48,6 +48,7 @@ from tests.support.faults import (
     START,
     Container,
     Crash,
+    CrashAfter,
     Kind,
     Plan,
     RandomPlan,
@@ -70,6 +71,9 @@ DEFAULT_RATES: dict[Kind, float] = {
     Kind.LOST_RESPONSE: 0.005,
 }
 CRASH_RATE = 0.008
+# Besides the drawn crashes, every this many requests an editor dies right after its first or second
+# call for certain: an editor makes few calls, so a drawn crash alone may not happen in a short run.
+EDITOR_CRASH_EVERY = 15
 FAULT_DELAYS = (1.0, 20.0)
 # Recurring tasks every few minutes keep a worker awake (each next run too close to arm the rule for
 # it): a few per editor, so that the world can come to rest for the I2 check.
@@ -178,11 +182,16 @@ class EditorActor:
         self.mine: list[str] = []
         self.count = 0
         self.recurring = 0
+        self.requests = 0
 
     def plan(self) -> Plan:
         if self.soak.config.editors_die_after_task_write:
             return DieAfterTaskWrite()
-        return self.soak.random_plan(self.rng)
+        self.requests += 1
+        plan = self.soak.random_plan(self.rng)
+        if self.soak.faulting and self.requests % EDITOR_CRASH_EVERY == 0:
+            return CrashAfter(plan, self.rng.choice((1, 2)))
+        return plan
 
     def request(self, kind: str, call: Callable[[Any], Any], *, repeat: float = 0.6) -> str:
         """Send a request; after an error or crash repeat it (same id, same If-Match) with

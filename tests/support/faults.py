@@ -129,6 +129,21 @@ class Script:
 
 
 @dataclass
+class CrashAfter:
+    """Another plan's faults, and death right after call `index` for certain (besides any the plan
+    draws): a soak makes each actor's crash a fact of the run, not a chance of its seed."""
+
+    plan: Plan
+    index: int
+
+    def fault_for(self, index: int, operation: str) -> Fault | None:
+        return self.plan.fault_for(index, operation)
+
+    def crash_after(self, index: int, operation: str) -> bool:
+        return self.plan.crash_after(index, operation) or index == self.index
+
+
+@dataclass
 class RandomPlan:
     """Each call independently: a fault of each kind with its probability, and death after it with
     `crash_rate` (seeded: one Random per plan)."""
