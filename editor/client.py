@@ -13,9 +13,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
-
-import boto3
+from typing import TYPE_CHECKING, Any
 
 from editor.changes import (
     DEFAULT_MAX_CATCH_UP,
@@ -55,6 +53,9 @@ from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
 from nexttick.store import Pointer, QueueEntry, TaskExistsError, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
 from nexttick.store.records import RUNNABLE_NOW, Occurrence, occurrence_of, recurrence_of
+
+if TYPE_CHECKING:
+    import boto3
 
 _MAX_CAS_RETRIES = 20
 

@@ -68,7 +68,7 @@ class Api(Construct):
                 logging_level=apigw.MethodLoggingLevel.ERROR,
                 data_trace_enabled=False,
                 metrics_enabled=True,
-                tracing_enabled=True,
+                tracing_enabled=config.tracing,
                 access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
                 access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
                     caller=True,

@@ -87,7 +87,7 @@ class NextTickFunction(Construct):
             environment=config.runtime_environment(),
             role=self.role,
             log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
             reserved_concurrent_executions=reserved_concurrency,
         )
 

@@ -80,14 +80,16 @@ def _ack(construct: IConstruct, kind: str) -> None:
     )
 
 
-def apply_nag(app: App, stack: NextTickStack) -> None:
-    """Register AwsSolutions checks on the app and acknowledge the reasoned findings."""
+def apply_nag(app: App, stack: NextTickStack, *, tracing: bool) -> None:
+    """Register AwsSolutions checks on the app and acknowledge the reasoned findings (the X-Ray
+    wildcard only where tracing grants it)."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     scheduler, api, keeper = stack.scheduler, stack.api, stack.keeper
     _ack(scheduler.dead_letter_queue, "dead_letter_queue")
     _ack(keeper.failures, "keeper_failures")
     for fn in (scheduler.worker, api.handler, keeper.handler):
-        _ack(fn.role, "function_policy")
+        if tracing:
+            _ack(fn.role, "function_policy")
         _ack(fn.function, "function")
     if scheduler.post_deploy_sync is not None:
         provider = Stack.of(stack).node.try_find_child(_sync_provider_id())

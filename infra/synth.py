@@ -84,7 +84,7 @@ def build_app(
         ),
     )
     if not local:
-        apply_nag(app, stack)
+        apply_nag(app, stack, tracing=config.tracing)
     return Built(app, stack, config)
 
 

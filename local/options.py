@@ -31,6 +31,16 @@ EMULATOR_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
 }
+# The variables naming an AWS profile. Whatever talks to the emulator drops them from its process:
+# botocore fails every call when one names a profile this machine lacks, and pynamodb builds its own
+# sessions from the process environment.
+PROFILE_VARIABLES = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+
+
+def drop_profile() -> None:
+    """This process talks to the emulator only: no AWS profile applies to it."""
+    for name in PROFILE_VARIABLES:
+        os.environ.pop(name, None)
 
 
 def state_dir_from(environ: Mapping[str, str], flag: str | None = None) -> Path:

@@ -29,6 +29,7 @@ from local.options import (
     DEFAULT_WORKER_TIMEOUT_SECONDS,
     EMULATOR_CREDENTIALS,
     LocalOptions,
+    drop_profile,
     handler_environment,
 )
 from nexttick import constants
@@ -97,8 +98,7 @@ class LocalStack:
         self._lock = preflight.hold_state_dir(opts.state_dir)
         preflight.check_ports_free(opts)
         # Nothing in this process may reach real AWS: fake credentials, before any client exists.
-        for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
-            os.environ.pop(name, None)
+        drop_profile()
         os.environ.update(EMULATOR_CREDENTIALS)
         os.environ["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"] = opts.region
         # moto's CPU must not hold this process's GIL (the API, the worker, the emulated EventBridge)

@@ -1,5 +1,9 @@
-"""boto3 clients and the two AWS adapters of the rule protocol: the EventBridge rule and the
-asynchronous worker invoke."""
+"""AWS clients and the two AWS adapters of the rule protocol: the EventBridge rule and the
+asynchronous worker invoke.
+
+Clients come from a botocore session: importing boto3 imports its S3 transfer manager too, about
+0.1 s of every cold start that nothing here uses. A caller's boto3 session (the editor library takes
+one) is accepted as it is."""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ import json
 import re
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import boto3
+import botocore.session
 from botocore.config import Config
 
 from nexttick.config import NextTickSettings
@@ -35,22 +39,29 @@ ACTION_BOTO_CONFIG = Config(
     connect_timeout=ACTION_CONNECT_SECONDS,
     read_timeout=ACTION_READ_SECONDS,
 )
+if TYPE_CHECKING:
+    import boto3
+
+# A boto3 session (what a library user holds) or a botocore one (what the runtime makes).
+AwsSession: TypeAlias = "boto3.Session | botocore.session.Session"
+
 _PINNED_CRON = re.compile(r"^cron\((\d+) (\d+) (\d+) (\d+) \? (\d{4})\)$")
 
 
 def make_client(
     service: str,
     settings: NextTickSettings,
-    session: boto3.Session | None = None,
+    session: AwsSession | None = None,
     *,
     config: Config = _BOTO_CONFIG,
 ) -> Any:
-    """A boto3 client for `service` honouring the configured region and (local) endpoint."""
-    session = session or boto3.session.Session()
+    """A client for `service` honouring the configured region and (local) endpoint."""
+    session = session or botocore.session.Session()
+    create = session.create_client if isinstance(session, botocore.session.Session) else session.client
     endpoint = settings.endpoint_url
     if service == "lambda" and settings.lambda_endpoint_url:
         endpoint = settings.lambda_endpoint_url
-    return session.client(
+    return create(
         service,  # type: ignore[call-overload]
         region_name=settings.region,
         endpoint_url=endpoint,
@@ -58,7 +69,7 @@ def make_client(
     )
 
 
-def session_credentials(session: boto3.Session | None) -> tuple[str, str, str | None] | None:
+def session_credentials(session: AwsSession | None) -> tuple[str, str, str | None] | None:
     """Frozen credentials of an explicit session (for the PynamoDB connection), else None."""
     if session is None:
         return None

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-import boto3
+import botocore.session
 
-from nexttick.aws import EventBridgeRule, LambdaWorkerTrigger, make_client, session_credentials
+from nexttick.aws import AwsSession, EventBridgeRule, LambdaWorkerTrigger, make_client, session_credentials
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings, get_settings
 from nexttick.rulesync import RuleSync, WorkerTrigger
@@ -45,11 +45,11 @@ class Runtime:
         cls,
         settings: NextTickSettings | None = None,
         *,
-        session: boto3.Session | None = None,
+        session: AwsSession | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> Runtime:
         settings = settings or get_settings()
-        session = session or boto3.session.Session()  # one session: its loaders are shared by clients
+        session = session or botocore.session.Session()  # one session: its loaders are shared by clients
         store = TaskStore.from_settings(settings, credentials=session_credentials(session))
         rule = EventBridgeRule(make_client("events", settings, session), settings.rule_name)
         trigger = LambdaWorkerTrigger(make_client("lambda", settings, session), settings.worker_function)

@@ -5,7 +5,8 @@ Flags (`--endpoint-url`, `--table`, `--rule`, `--worker-function`, `--region`) w
 running local stack recorded in `<state dir>/local.json` (`.nexttick/` by default) is used; with no
 stack running, AWS only when the environment names a table (NEXTTICK_TABLE), else an error saying how
 to start one. A local stack's variables reach the runtime as its settings and credentials; the
-process environment is left as it is.
+process environment is left as it is, except that a command aimed at a local stack drops any AWS
+profile (`AWS_PROFILE`) from it.
 """
 
 from __future__ import annotations
@@ -129,12 +130,15 @@ class Target:
     def runtime(self) -> Runtime:
         """Store, rule, trigger and rule sync for this target. The local stack is looked up here, not
         when the command starts: a command's own mistakes are reported before a missing stack."""
+        from local.options import drop_profile
         from nexttick.config import NextTickSettings
         from nexttick.runtime import Runtime
 
         local = local_stack_environment(
             self.shell_environ, endpoint_url=self.endpoint_url, aws=self.aws, state_dir=self.state_dir
         )
+        if local is not None:
+            drop_profile()
         self.environ = self.shell_environ if local is None else {**self.shell_environ, **local}
         settings = NextTickSettings.from_environ(self.environ).model_copy(update=self.settings_flags)
         return Runtime.build(settings, session=None if local is None else _local_stack_session(local))

@@ -6,13 +6,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import boto3
-
 from nexttick.actions.base import Action, ActionConfigError, Delivery, DeliveryError
 from nexttick.actions.definition import BuildContext, Definition
 from nexttick.actions.kinds import KINDS
 from nexttick.actions.webhook import parse_allowlist
-from nexttick.aws import ACTION_BOTO_CONFIG, make_client
+from nexttick.aws import ACTION_BOTO_CONFIG, AwsSession, make_client
 from nexttick.config import NextTickSettings
 
 WEBHOOK_ALLOWLIST_ENV = "NEXTTICK_WEBHOOK_ALLOWLIST"
@@ -46,7 +44,7 @@ def build_registry(
     definitions: Mapping[str, Any],
     settings: NextTickSettings,
     *,
-    session: boto3.Session | None = None,
+    session: AwsSession | None = None,
     webhook_allowlist: tuple[str, ...] | None = None,
 ) -> ActionRegistry:
     """Validate every definition (`{"type": ..., ...}`) and build its action. Raises

@@ -1,6 +1,6 @@
 """Decoding the table's stream records (the keeper's input): which item a record is about, and
-what a task or rule-record image says. Item shapes stay in the data layer: keys are read with
-boto3's TypeDeserializer, images through the PynamoDB models that wrote them."""
+what a task or rule-record image says. Item shapes stay in the data layer: images are read through
+the PynamoDB models that wrote them; keys are the table's two string attributes."""
 
 from __future__ import annotations
 
@@ -10,14 +10,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-
 from nexttick.constants import PARTITION_KEY, RULE_STATE_PK, RULE_STATE_SK, SORT_KEY, TASK_PK_PREFIX, TASK_SK
 from nexttick.store.keys import split_queue_sort_key
 from nexttick.store.models import RuleStateItem, TaskItem
 from nexttick.timeutil import from_epoch
-
-_deserializer = TypeDeserializer()
 
 
 class ItemKind(StrEnum):
@@ -45,8 +41,7 @@ class RuleImage:
 
 def item_kind(keys: Mapping[str, Any]) -> ItemKind:
     """The kind of item a stream record's `Keys` (DynamoDB JSON) name."""
-    decoded = {name: _deserializer.deserialize(value) for name, value in keys.items()}
-    pk, sk = decoded.get(PARTITION_KEY), decoded.get(SORT_KEY)
+    pk, sk = (keys.get(name, {}).get("S") for name in (PARTITION_KEY, SORT_KEY))
     if isinstance(pk, str) and pk.startswith(TASK_PK_PREFIX) and sk == TASK_SK:
         return ItemKind.TASK
     if (pk, sk) == (RULE_STATE_PK, RULE_STATE_SK):

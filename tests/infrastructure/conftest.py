@@ -87,6 +87,19 @@ def only(template: dict[str, Any], kind: str, **properties: Any) -> tuple[str, d
     return found[0]
 
 
+def policy_statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every statement of every IAM policy and role in the template."""
+    return [
+        s
+        for kind in ("AWS::IAM::Policy", "AWS::IAM::Role")
+        for resource in resources_of(template, kind).values()
+        for doc in [resource["Properties"].get("PolicyDocument")]
+        + [p["PolicyDocument"] for p in resource["Properties"].get("Policies", [])]
+        if doc
+        for s in doc["Statement"]
+    ]
+
+
 def rendered(value: Any) -> str:
     """A property rendered to text (Fn::Join etc. flattened) for substring assertions."""
     return json.dumps(value, sort_keys=True)

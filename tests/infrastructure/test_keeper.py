@@ -55,7 +55,6 @@ def test_keeper_function_runs_the_keeper_handler_with_the_runtime_environment(de
     assert p["Handler"] == names.KEEPER_HANDLER == "lambdas/keeper/handler.handler"
     assert p["Runtime"] == "python3.12"
     assert (p["Timeout"], p["MemorySize"]) == (30, 256)
-    assert p["TracingConfig"] == {"Mode": "Active"}
     assert p["Environment"]["Variables"] == CONFIG.runtime_environment()
     assert "ReservedConcurrentExecutions" not in p
     group = t["Resources"][p["LoggingConfig"]["LogGroup"]["Ref"]]["Properties"]
@@ -107,14 +106,13 @@ def test_stream_trigger_passes_only_task_and_rule_record_inserts_and_modificatio
 
 def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
     # Given the keeper's role / Then it may read and update the rule record only, read the stream,
-    # set the one rule, invoke the worker, report to its queue, and log and trace — nothing else
+    # set the one rule, invoke the worker, report to its queue, and log — nothing else (tracing is off)
     t = deploy.template
     table_id, _ = only(t, "AWS::DynamoDB::Table")
     queue_id, _ = only(t, "AWS::SQS::Queue", QueueName=FAILURE_QUEUE)
     by_actions = {tuple(_actions(s)): s for s in _statements(t)}
     assert set(by_actions) == {
         ("logs:CreateLogStream", "logs:PutLogEvents"),
-        ("xray:PutTelemetryRecords", "xray:PutTraceSegments"),
         ("dynamodb:GetItem", "dynamodb:UpdateItem"),
         (
             "dynamodb:DescribeStream",

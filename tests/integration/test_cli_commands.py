@@ -56,9 +56,10 @@ def run(state_dir: Path, *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def nexttick(state_dir: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    """The installed CLI, as a user runs it, finding the stack through NEXTTICK_STATE_DIR only."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(state_dir), "NEXTTICK_STATE_DIR": str(state_dir)}
+def nexttick(state_dir: Path, *argv: str, **shell: str) -> subprocess.CompletedProcess[str]:
+    """The installed CLI, as a user runs it, finding the stack through NEXTTICK_STATE_DIR only
+    (`shell`: more of the user's environment)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(state_dir), "NEXTTICK_STATE_DIR": str(state_dir), **shell}
     return subprocess.run(
         [str(Path(sys.executable).parent / "nexttick"), *argv],
         env=env,
@@ -376,3 +377,23 @@ def test_lateness_draws_the_histogram(local: tuple[Path, Recorder, Any]) -> None
     assert window["runs"] == 4 and window["late_over_1s"] == 1
     assert code == 0 and "4 runs; p50 <= 50ms" in text and "1 over 1 s late" in text
     assert "<= 50ms  " + "#" * 40 + " 2" in text
+
+
+def test_a_shell_profile_this_machine_lacks_does_not_stop_local_commands(
+    local: tuple[Path, Recorder, Any],
+) -> None:
+    state_dir, _, _ = local
+    # Given a shell whose AWS_PROFILE names a profile with no config or credentials file behind it
+    shell = {"AWS_PROFILE": "work-account", "AWS_DEFAULT_PROFILE": "work-account"}
+    # When the user adds, lists and shows a task on the local stack
+    added = nexttick(state_dir, "add", "--action", "log", "--in", "1h", "--id", "p-1", **shell)
+    listed = nexttick(state_dir, "ls", **shell)
+    shown = nexttick(state_dir, "show", "p-1", **shell)
+    # Then each command works: the local stack needs no profile
+    for done in (added, listed, shown):
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "scheduled: p-1 " in added.stdout
+    assert "p-1" in listed.stdout and "pending" in shown.stdout
+    # And aimed at AWS, the same shell is told about its profile (nothing was hidden)
+    aws = nexttick(state_dir, "--aws", "ls", **shell)
+    assert aws.returncode != 0 and "work-account" in aws.stderr, aws.stderr
