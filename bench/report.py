@@ -514,10 +514,11 @@ SHORTFALL: dict[str, str] = {
         "smaller fan-out burst than the 10,000 the target names."
     ),
     "cold start": (
-        "the handlers no longer import the X-Ray SDK (with `tracing` off, the default, the tracer's "
+        "the worker and the keeper meet it, the API does not. No handler imports the X-Ray SDK any "
+        "more (with `tracing` off, the default, the tracer's "
         "provider does nothing; Powertools' default provider built an X-Ray client at import, ~0.2 s) "
         "nor boto3 (clients come from botocore sessions; boto3 imports its S3 transfer manager, "
-        "~0.1 s). What is left is shared by all three: botocore's client machinery (it imports its "
+        "~0.1 s). What is left is common to all three: botocore's client machinery (it imports its "
         "documentation builders with the client module), pydantic and pydantic-settings; the API "
         "adds Powertools' event handler and OpenAPI models. Import times on this machine also vary "
         "by about ±30 % between runs of the same files. Closing it: the API's validation models "
