@@ -367,14 +367,17 @@ class Editor:
     # ------------------------------------------------------------------ steer
     def pause(self, task_id: str, *, expected_version: int | None = None) -> Task:
         """Pause a pending task: nothing of its schedule runs until it is resumed; it keeps its next
-        due time (its place) and its history. An occurrence already running completes."""
+        due time (its place) and its history. An occurrence already running completes.
+
+        Pausing a paused task returns it (whatever `expected_version`): a repeated request whose
+        first attempt committed and then failed."""
 
         def change(current: TaskRecord, now: datetime) -> tuple[TaskRecord, Occurrence | None, bool]:
             updated = paused(current, now)
             assert updated.due is not None
             return updated, Occurrence(updated.due, updated.due), True
 
-        return self._steer(task_id, expected_version, change)
+        return self._steer(task_id, expected_version, change, applied=TaskStatus.PAUSED)
 
     def resume(
         self,
@@ -386,7 +389,10 @@ class Editor:
     ) -> Task:
         """Resume a paused task. What fell due while it was paused: `skip` it, run the newest `once`
         now, or run `each` of the newest `max_catch_up` one after the other from now (each under its
-        own idempotency key; the misfire grace still applies)."""
+        own idempotency key; the misfire grace still applies).
+
+        Resuming a pending task returns it (whatever `expected_version`), as pausing a paused one
+        does."""
         policy, catch_up = check_missed(missed, max_catch_up)
         retention = timedelta(days=self.settings.retention_days)
 
@@ -394,7 +400,7 @@ class Editor:
             updated, run = resumed(current, now, policy, catch_up, retention)
             return updated, run, False
 
-        return self._steer(task_id, expected_version, change)
+        return self._steer(task_id, expected_version, change, applied=TaskStatus.PENDING)
 
     def skip(self, task_id: str, *, count: int = 1, expected_version: int | None = None) -> Task:
         """Skip the next `count` occurrences of a pending or paused task (a one-shot's only one: it
@@ -432,12 +438,18 @@ class Editor:
         change: Callable[[TaskRecord, datetime], tuple[TaskRecord, Occurrence | None, bool]],
         *,
         pointer: Pointer = Pointer.SCHEDULE,
+        applied: TaskStatus | None = None,
     ) -> Task:
         """Apply `change(current, now) -> (updated, occurrence or None, parked)` with compare-and-set,
         moving one of the task's pointers to the new occurrence's entry: its schedule's (from the
-        entry it leaves; parked for a paused task), or its "run now" one (a new entry beside it)."""
+        entry it leaves; parked for a paused task), or its "run now" one (a new entry beside it).
+        A task already in the `applied` status is returned as it is: the change is a repeat of one
+        that committed. An entry the first attempt failed to delete is stale: the worker drops a
+        live one when it falls due; readers skip a parked one."""
         for _ in range(_MAX_CAS_RETRIES):
             current = self._read(task_id)
+            if current.status == applied:
+                return self._view(current)
             if expected_version is not None and current.version != expected_version:
                 raise version_mismatch(current, expected_version)
             updated, run, parked = change(current, self.clock.now())

@@ -235,6 +235,32 @@ def cancelling(world: World, client: Container, ledger: Ledger, label: str) -> C
     return lambda editor: editor.cancel(task_id)
 
 
+def pausing(world: World, client: Container, ledger: Ledger, label: str) -> Callable[[Editor], Any]:
+    # Given a pending task due in 5 minutes, the rule armed for it
+    task_id = f"pause-{label}"
+    due = world.clock.now() + 5 * M
+    ledger.create(task_id, "once", "record", due)
+    clean(client).create(TaskSpec(action="record", due=due, id=task_id))
+    world.settle()
+    # When a client pauses it (it ends paused and never runs, or runs if the pause never committed)
+    ledger.pause(task_id)
+    return lambda editor: editor.pause(task_id)
+
+
+def resuming(world: World, client: Container, ledger: Ledger, label: str) -> Callable[[Editor], Any]:
+    # Given a task paused while due in 100 s (its entry parked, the rule not covering it)
+    task_id = f"resume-{label}"
+    due = world.clock.now() + 100 * S
+    ledger.create(task_id, "once", "record", due)
+    ledger.pause(task_id)
+    editor = clean(client)
+    editor.create(TaskSpec(action="record", due=due, id=task_id))
+    editor.pause(task_id)
+    world.settle()
+    # When a client resumes it (it runs on time, or stays paused if the resume never committed)
+    return lambda editor: editor.resume(task_id)
+
+
 @pytest.mark.parametrize("kind", EDITOR_KINDS, ids=lambda k: k.value)
 @pytest.mark.parametrize("due_in", [150 * S, 20 * S], ids=["armable", "too-close"])
 def test_a_create_meeting_a_fault_at_any_call_loses_nothing(
@@ -259,8 +285,22 @@ def test_a_cancel_meeting_a_fault_at_any_call_loses_nothing(world: World, kind: 
     assert calls >= 3, "a cancel makes at least: task read, task put, entry delete"
 
 
-def test_a_throttled_attempt_is_retried_by_the_sdk_and_the_request_succeeds(world: World) -> None:
-    # Given a client whose task write and PutRule each get one throttled HTTP attempt
+@pytest.mark.parametrize("kind", [*EDITOR_KINDS, Kind.LOST_RESPONSE], ids=lambda k: k.value)
+def test_a_pause_meeting_a_fault_at_any_call_loses_nothing(world: World, kind: Kind) -> None:
+    calls, _ = sweep_editor(world, kind, pausing, horizon=7 * M)
+    assert calls >= 3, "a pause makes at least: task read, parked entry put, task put"
+
+
+@pytest.mark.parametrize("kind", [*EDITOR_KINDS, Kind.LOST_RESPONSE], ids=lambda k: k.value)
+def test_a_resume_meeting_a_fault_at_any_call_loses_nothing(world: World, kind: Kind) -> None:
+    calls, _ = sweep_editor(world, kind, resuming, horizon=4 * M)
+    assert calls >= 4, "a resume makes at least: task read, entry put, task put, parked entry delete"
+
+
+def test_a_throttled_attempt_is_retried_by_the_sdk_and_the_request_succeeds(fresh_world: World) -> None:
+    # Given a world where a create moves the rule (nothing else queued: its 7th call is PutRule)
+    world = fresh_world
+    # And a client whose task write and PutRule each get one throttled HTTP attempt
     client = world.container("editor", "client-throttled-once")
     ledger = Ledger()
     request = creating(150 * S)(world, client, ledger, "throttled-once")

@@ -45,10 +45,13 @@ def test_a_paused_task_keeps_its_place_runs_nothing_and_is_listed_as_paused(env:
     assert [t.id for t in env.editor.list(status="paused").items] == [task.id]
     assert env.editor.list().items == []
     assert [e.key for e in env.entries_of(task.id)] == []  # no entry a worker reads
-    # And pausing twice is a conflict naming the status
-    with pytest.raises(ConflictError) as twice:
+    # And pausing it again (a repeated request) returns it as it is
+    assert env.editor.pause(task.id, expected_version=1) == env.editor.get(task.id)
+    # But a finished task cannot be paused: a conflict naming the status
+    env.editor.cancel(task.id)
+    with pytest.raises(ConflictError) as finished:
         env.editor.pause(task.id)
-    assert twice.value.field == "status"
+    assert finished.value.field == "status"
 
 
 @pytest.mark.parametrize(
@@ -203,18 +206,26 @@ def test_the_api_steers_with_if_match(env: WorkerEnv, monkeypatch: pytest.Monkey
     assert stale.status == 412
     paused = api.post(f"{base}/pause", headers={"If-Match": '"1"'})
     assert paused.status == 200 and paused.json()["status"] == "paused" and paused.headers["etag"] == '"2"'
-    assert api.post(f"{base}/pause").status == 409
+    # And a repeated pause (its If-Match now behind) answers with the paused task, unchanged
+    again = api.post(f"{base}/pause", headers={"If-Match": '"1"'})
+    assert again.status == 200 and again.json()["status"] == "paused" and again.headers["etag"] == '"2"'
     assert [t["id"] for t in api.get("/tasks?status=paused").json()["items"]] == [task["id"]]
     assert api.post(f"{base}/skip", {"count": 2}).json()["due"] != task["due"]
     bad = api.post(f"{base}/resume", {"missed": "later"})
     assert bad.status == 422 and bad.json()["field"] == "missed"
     resumed = api.post(f"{base}/resume", {"missed": "skip"})
     assert resumed.status == 200 and resumed.json()["status"] == "pending"
+    # And a repeated resume answers with the pending task, unchanged
+    again = api.post(f"{base}/resume", {"missed": "skip"})
+    assert again.status == 200 and again.json() == resumed.json()
     now = api.post(f"{base}/run-now")
     assert now.status == 200 and now.json()["run_now_at"] is not None
     assert api.post(f"{base}/run-now").status == 409
     assert api.post("/tasks/nope/pause").status == 404
     assert api.delete(base).status in (202, 204) and api.get(base).json()["status"] == "cancelled"
+    # And a finished task can be neither paused nor resumed
+    assert api.post(f"{base}/pause").json()["field"] == "status"
+    assert api.post(f"{base}/resume").status == 409
 
 
 def test_a_paused_task_still_lists_its_upcoming_runs_and_errors_name_only_the_field(

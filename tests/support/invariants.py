@@ -50,6 +50,7 @@ class Intent:
     action: str
     dues: list[datetime] = field(default_factory=list)  # one-shot: every due time asked for
     cancel_sent: datetime | None = None  # when the first cancel was sent
+    pause_sent: bool = False  # a client paused it (a paused task runs nothing until resumed)
 
 
 class Ledger:
@@ -74,6 +75,10 @@ class Ledger:
             intent = self.intents[task_id]
             if intent.cancel_sent is None:
                 intent.cancel_sent = at
+
+    def pause(self, task_id: str) -> None:
+        with self._lock:
+            self.intents[task_id].pause_sent = True
 
     def ids(self) -> list[str]:
         with self._lock:
@@ -245,6 +250,8 @@ def _check_once(
             report.add("I1", task.id, f"failed although its action succeeds: {error}")
         elif not delivered:
             report.add("I4", task.id, "failed without ever being delivered")
+    elif status == TaskStatus.PAUSED and not intent.pause_sent:
+        report.add("I1", task.id, "paused, but no client paused it")
     elif status == TaskStatus.SKIPPED and task.misfire_grace_seconds is None:
         report.add("I1", task.id, "skipped without a misfire grace")
 
