@@ -52,7 +52,7 @@ from nexttick.runtime import Runtime
 from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
 from nexttick.store import Pointer, QueueEntry, TaskExistsError, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
-from nexttick.store.records import RUNNABLE_NOW, Occurrence, occurrence_of, recurrence_of
+from nexttick.store.records import RUNNABLE_NOW, Occurrence, discardable, occurrence_of, recurrence_of
 
 if TYPE_CHECKING:
     import boto3
@@ -186,7 +186,8 @@ class Editor:
 
     def list(self, *, status: str | None = None, limit: int = 50, cursor: str | None = None) -> Page:
         """Pending (and running) tasks in due order, `limit` per page; pass `next_cursor` back. With
-        `status="paused"`, the paused tasks, in the order of their next due time.
+        `status="paused"`, the paused tasks, in the order of their next due time (deleting the
+        leftover entries of tasks no longer paused that it meets).
 
         Reads one page per queue shard (strongly consistent), never the whole table."""
         after_key = check_page(status, limit, cursor)
@@ -205,7 +206,11 @@ class Editor:
                 last_key = entry.key
                 record = records.get(entry.task_id)
                 if record is None or record.queue_token != entry.token or record.status != wanted:
-                    continue  # a stale pointer (crash mid-change); the worker cleans it up
+                    # A stale pointer (crash mid-change). The worker deletes live ones when they fall
+                    # due; it never reads parked ones, so this listing deletes those.
+                    if parked and discardable(entry, record, now):
+                        self.store.discard_entry(entry.ref)
+                    continue
                 view = self._view(record, entry=entry, now=now)
                 if status is None or view.status == status:
                     items.append(view)
@@ -444,8 +449,8 @@ class Editor:
         moving one of the task's pointers to the new occurrence's entry: its schedule's (from the
         entry it leaves; parked for a paused task), or its "run now" one (a new entry beside it).
         A task already in the `applied` status is returned as it is: the change is a repeat of one
-        that committed. An entry the first attempt failed to delete is stale: the worker drops a
-        live one when it falls due; readers skip a parked one."""
+        that committed. An entry the first attempt failed to delete is stale: the worker deletes a
+        live one when it falls due, the paused listing a parked one."""
         for _ in range(_MAX_CAS_RETRIES):
             current = self._read(task_id)
             if current.status == applied:

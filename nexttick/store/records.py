@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -216,3 +216,18 @@ class RuleState:
         """The rule was confirmed to hold this record's value (not just a CAS whose writer may have
         died before its PutRule)."""
         return self.published_version == self.version
+
+
+# An entry is written before the task write that points at it: one no task points at may belong to
+# a write still in flight until it is this old ...
+STALE_ENTRY_AGE = timedelta(minutes=5)
+# ... or until its task was updated this long after it was written (clock skew between writers).
+CLOCK_SKEW = timedelta(seconds=5)
+
+
+def discardable(entry: QueueEntry, task: TaskRecord | None, now: datetime) -> bool:
+    """Whether an entry its task does not point at is a leftover (of a crash, or of a cleanup that
+    failed) rather than a write in flight: its task changed after it was written, or it is old."""
+    created = entry.created_at
+    superseded = task is not None and created is not None and created < task.updated_at - CLOCK_SKEW
+    return superseded or created is None or now - created >= STALE_ENTRY_AGE

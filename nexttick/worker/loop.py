@@ -41,7 +41,7 @@ from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, l
 from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
 from nexttick.store import Pointer
-from nexttick.store.records import RUNNABLE_NOW, QueueEntry, TaskRecord, TaskStatus
+from nexttick.store.records import RUNNABLE_NOW, QueueEntry, TaskRecord, TaskStatus, discardable
 from nexttick.worker import drain
 from nexttick.worker.completion import (
     MAX_ERROR_CHARS,
@@ -58,10 +58,6 @@ from nexttick.worker.lease import LeaseKeeper
 
 # Extra seconds on top of the longest action timeout kept in reserve for completion and re-arm.
 SAFETY_SECONDS = 5.0
-# An entry no task points at is deleted once this old (younger ones may belong to a write in flight).
-STALE_ENTRY_AGE = timedelta(minutes=5)
-# An entry written this long before its task's last update cannot be a write in flight (clock skew).
-CLOCK_SKEW = timedelta(seconds=5)
 MIN_DEFER = timedelta(seconds=2)
 MAX_DEFER = timedelta(seconds=60)
 # Pause when the head is already due yet nothing was claimable (an entry just leased elsewhere):
@@ -478,14 +474,12 @@ class Worker:
     def _stale(self, entry: QueueEntry, task: TaskRecord | None, now: datetime) -> str:
         """The entry is not the task's live pointer: delete it when it cannot be a write in flight,
         otherwise hide it briefly (our lease) and look again."""
-        created = entry.created_at
-        superseded = task is not None and created is not None and created < task.updated_at - CLOCK_SKEW
-        age = now - created if created is not None else STALE_ENTRY_AGE
-        if superseded or age >= STALE_ENTRY_AGE:
+        if discardable(entry, task, now):
             self.store.discard_entry(entry.ref)
             logger.info("stale queue entry deleted", extra={"entry": entry.key})
             return "stale"
-        defer = min(max(MIN_DEFER, age / 2), MAX_DEFER)
+        assert entry.created_at is not None, "an entry without a creation time is discardable"
+        defer = min(max(MIN_DEFER, (now - entry.created_at) / 2), MAX_DEFER)
         self.store.defer_entry(entry, self.owner, now + defer)
         return "deferred"
 

@@ -33,6 +33,28 @@ def scheduled(env: WorkerEnv, task_id: str) -> list[Any]:
     return [call.envelope["scheduled_for"] for call in RECORDER.calls[task_id]]
 
 
+def parked_entries(env: WorkerEnv, task_id: str) -> list[QueueEntry]:
+    from nexttick.store.keys import shard_of
+
+    store = env.runtime.store
+    shard = shard_of(task_id, store.shards)
+    return [e for e in store.shard_entries(shard, parked=True) if e.task_id == task_id]
+
+
+def dying_after(env: WorkerEnv, step: str) -> Any:
+    """Make the editor's next task change die right after `step` of the write protocol; returns
+    the undo."""
+
+    def die(name: str) -> None:
+        if name == step:
+            raise Crash
+
+    store = env.runtime.store
+    original = store.swap_occurrence
+    store.swap_occurrence = lambda *a, **kw: original(*a, **{**kw, "step": die})
+    return lambda: setattr(store, "swap_occurrence", original)
+
+
 def test_a_paused_task_keeps_its_place_runs_nothing_and_is_listed_as_paused(env: WorkerEnv) -> None:
     task = env.editor.schedule_every("record", "10m")
     paused = env.editor.pause(task.id, expected_version=1)
@@ -155,17 +177,10 @@ def test_an_editor_dying_in_a_pause_leaves_the_task_paused_or_untouched(
     env: WorkerEnv, dies_after: str
 ) -> None:
     task = env.editor.schedule_in("record", 120)
-
-    def die(step: str) -> None:
-        if step == dies_after:
-            raise Crash
-
-    store = env.runtime.store
-    original = store.swap_occurrence
-    store.swap_occurrence = lambda *a, **kw: original(*a, **{**kw, "step": die})
+    undo = dying_after(env, dies_after)
     with pytest.raises(Crash):
         env.editor.pause(task.id)
-    store.swap_occurrence = original
+    undo()
     status = env.editor.get(task.id).status
     env.travel_to(task.due + LEASE)
     env.run(remaining_seconds=10)
@@ -173,6 +188,36 @@ def test_an_editor_dying_in_a_pause_leaves_the_task_paused_or_untouched(
     ran = len(RECORDER.calls[task.id])
     assert (status, ran) in (("paused", 0), ("pending", 1))
     assert status == ("pending" if dies_after == "entry-put" else "paused")
+
+
+def test_the_paused_listing_deletes_what_a_dead_resume_left_and_spares_a_pause_in_flight(
+    env: WorkerEnv,
+) -> None:
+    # Given a task paused, then resumed 10 s later by an editor that dies before deleting the
+    # parked entry it leaves
+    resumed = env.editor.schedule_every("record", "10m")
+    env.editor.pause(resumed.id)
+    env.travel_to(env.clock.now() + timedelta(seconds=10))
+    undo = dying_after(env, "task-replaced")
+    with pytest.raises(Crash):
+        env.editor.resume(resumed.id)
+    undo()
+    assert env.editor.get(resumed.id).status == "pending" and len(parked_entries(env, resumed.id)) == 1
+    # And a pause whose editor died after writing the parked entry, before the task write
+    pausing = env.editor.schedule_every("record", "10m")
+    undo = dying_after(env, "entry-put")
+    with pytest.raises(Crash):
+        env.editor.pause(pausing.id)
+    undo()
+    # When the paused tasks are listed
+    assert env.editor.list(status="paused").items == []
+    # Then the leftover of the resume is gone; the young entry (it could be a pause in flight) stays
+    assert parked_entries(env, resumed.id) == []
+    assert len(parked_entries(env, pausing.id)) == 1
+    # And once it is older than any write in flight, the next listing deletes it too
+    env.travel_to(env.clock.now() + timedelta(minutes=6))
+    assert env.editor.list(status="paused").items == []
+    assert parked_entries(env, pausing.id) == []
 
 
 @pytest.mark.parametrize("step", ["claimed", "ran"])
