@@ -26,6 +26,9 @@ from nexttick.constants import (
 from nexttick.schedules import rule_expression
 from nexttick.timeutil import format_instant
 
+if TYPE_CHECKING:
+    import boto3
+
 _BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=30)
 # Action deliveries get tight bounds instead: an AWS action's worst case (every attempt timing out,
 # plus standard mode's backoff of at most 1 s before the second) is ACTION_CALL_SECONDS, which is
@@ -39,9 +42,6 @@ ACTION_BOTO_CONFIG = Config(
     connect_timeout=ACTION_CONNECT_SECONDS,
     read_timeout=ACTION_READ_SECONDS,
 )
-if TYPE_CHECKING:
-    import boto3
-
 # A boto3 session (what a library user holds) or a botocore one (what the runtime makes).
 AwsSession: TypeAlias = "boto3.Session | botocore.session.Session"
 

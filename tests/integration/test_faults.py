@@ -223,13 +223,18 @@ def rescheduling(world: World, client: Container, ledger: Ledger, label: str) ->
     return lambda editor: editor.reschedule(task_id, due=moved, expected_version=version)
 
 
-def cancelling(world: World, client: Container, ledger: Ledger, label: str) -> Callable[[Editor], Any]:
-    # Given a pending task due in 10 minutes, the rule armed for it
-    task_id = f"cancel-{label}"
-    due = world.clock.now() + 10 * M
+def queued(world: World, client: Container, ledger: Ledger, task_id: str, due_in: timedelta) -> None:
+    """A pending one-shot task due in `due_in`, the world at rest (the rule armed for it)."""
+    due = world.clock.now() + due_in
     ledger.create(task_id, "once", "record", due)
     clean(client).create(TaskSpec(action="record", due=due, id=task_id))
     world.settle()
+
+
+def cancelling(world: World, client: Container, ledger: Ledger, label: str) -> Callable[[Editor], Any]:
+    # Given a pending task due in 10 minutes, the rule armed for it
+    task_id = f"cancel-{label}"
+    queued(world, client, ledger, task_id, 10 * M)
     # When a client cancels it (it ends cancelled, or runs if the cancel never committed)
     ledger.cancel(task_id, world.clock.now())
     return lambda editor: editor.cancel(task_id)
@@ -238,10 +243,7 @@ def cancelling(world: World, client: Container, ledger: Ledger, label: str) -> C
 def pausing(world: World, client: Container, ledger: Ledger, label: str) -> Callable[[Editor], Any]:
     # Given a pending task due in 5 minutes, the rule armed for it
     task_id = f"pause-{label}"
-    due = world.clock.now() + 5 * M
-    ledger.create(task_id, "once", "record", due)
-    clean(client).create(TaskSpec(action="record", due=due, id=task_id))
-    world.settle()
+    queued(world, client, ledger, task_id, 5 * M)
     # When a client pauses it (it ends paused and never runs, or runs if the pause never committed)
     ledger.pause(task_id)
     return lambda editor: editor.pause(task_id)
