@@ -24,6 +24,16 @@ def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4, lease_seconds=60)
 
 
+@pytest.fixture
+def api(env: WorkerEnv, monkeypatch: pytest.MonkeyPatch) -> LambdaApi:
+    """The API handler, its editor the test's (moto, travelling clock)."""
+    from lambdas.api import handler as module
+    from lambdas.api.app import build_app
+
+    monkeypatch.setattr(module, "app", build_app(lambda: env.editor))
+    return LambdaApi(module.handler)
+
+
 class Crash(BaseException):
     """The process dies here: nothing after this line runs."""
 
@@ -239,12 +249,7 @@ def test_a_pause_racing_a_claimed_occurrence(env: WorkerEnv, step: str) -> None:
     assert len(env.editor.runs(task.id).items) == (0 if step == "claimed" else 1)
 
 
-def test_the_api_steers_with_if_match(env: WorkerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lambdas.api import handler as module
-    from lambdas.api.app import build_app
-
-    monkeypatch.setattr(module, "app", build_app(lambda: env.editor))
-    api = LambdaApi(module.handler)
+def test_the_api_steers_with_if_match(api: LambdaApi) -> None:
     task = api.post("/tasks", {"action": "record", "every": "10m"}).json()
     base = f"/tasks/{task['id']}"
     stale = api.post(f"{base}/pause", headers={"If-Match": '"7"'})
@@ -273,14 +278,7 @@ def test_the_api_steers_with_if_match(env: WorkerEnv, monkeypatch: pytest.Monkey
     assert api.post(f"{base}/resume").status == 409
 
 
-def test_a_paused_task_still_lists_its_upcoming_runs_and_errors_name_only_the_field(
-    env: WorkerEnv, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from lambdas.api import handler as module
-    from lambdas.api.app import build_app
-
-    monkeypatch.setattr(module, "app", build_app(lambda: env.editor))
-    api = LambdaApi(module.handler)
+def test_a_paused_task_still_lists_its_upcoming_runs_and_errors_name_only_the_field(api: LambdaApi) -> None:
     task = api.post("/tasks", {"action": "record", "every": "10m"}).json()
     api.post(f"/tasks/{task['id']}/pause")
     items = api.get(f"/tasks/{task['id']}/upcoming?count=2").json()["items"]
@@ -290,14 +288,7 @@ def test_a_paused_task_still_lists_its_upcoming_runs_and_errors_name_only_the_fi
     assert "also invalid" not in bad.json()["message"]
 
 
-def test_steering_bodies_are_optional_objects_never_null(
-    env: WorkerEnv, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from lambdas.api import handler as module
-    from lambdas.api.app import build_app
-
-    monkeypatch.setattr(module, "app", build_app(lambda: env.editor))
-    api = LambdaApi(module.handler)
+def test_steering_bodies_are_optional_objects_never_null(env: WorkerEnv, api: LambdaApi) -> None:
     task = api.post("/tasks", {"action": "record", "every": "10m"}).json()
     json_type = {"content-type": "application/json"}
     for body, status in (("null", 422), ("[]", 422), ("{}", 200)):
