@@ -27,7 +27,7 @@ from editor.specs import (
 from nexttick.errors import ConflictError, ValidationError, VersionMismatchError
 from nexttick.schedules import Recurrence, ScheduleKind
 from nexttick.store import TaskRecord, TaskStatus
-from nexttick.store.records import Occurrence, occurrence_of, recurrence_of
+from nexttick.store.records import SCHEDULED, Occurrence, occurrence_of, recurrence_of
 
 _UPDATABLE = ("payload", "max_attempts", "retry_backoff_seconds", "misfire_grace_seconds", "end")
 # What a change can set: a repeated change finds these as it asks when its first attempt committed.
@@ -142,7 +142,7 @@ def updatable(fields: dict[str, Any]) -> TaskChanges:
 
 def require_changeable(current: TaskRecord) -> None:
     """Changes and cancels apply to a task that is still scheduled: pending, or paused."""
-    if current.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
+    if current.status not in SCHEDULED:
         raise ConflictError(f"status: task is {current.status}, not pending or paused", field="status")
 
 
@@ -154,7 +154,7 @@ def version_mismatch(current: TaskRecord, expected_version: int) -> VersionMisma
 
 def already_applied(current: TaskRecord, given: dict[str, Any], now: datetime) -> bool:
     """Whether applying `given` now would leave every field a change can set as it is."""
-    if current.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
+    if current.status not in SCHEDULED:
         return False
     try:
         updated, _ = apply_changes(current, given, now)
@@ -271,8 +271,7 @@ def skipped(
 ) -> tuple[TaskRecord, Occurrence | None]:
     """`current` with its next `count` occurrences skipped (a one-shot: its only one, so it ends
     `skipped`), and the occurrence to queue instead (None: nothing left)."""
-    if current.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
-        raise ConflictError(f"status: task is {current.status}, not pending or paused", field="status")
+    require_changeable(current)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SKIP:
         raise ValidationError(f"count: must be an integer between 1 and {MAX_SKIP}", field="count")
     assert current.due is not None

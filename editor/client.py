@@ -52,7 +52,14 @@ from nexttick.runtime import Runtime
 from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
 from nexttick.store import Pointer, QueueEntry, TaskExistsError, TaskRecord, TaskStatus
 from nexttick.store.keys import split_queue_sort_key
-from nexttick.store.records import RUNNABLE_NOW, Occurrence, discardable, occurrence_of, recurrence_of
+from nexttick.store.records import (
+    RUNNABLE_NOW,
+    SCHEDULED,
+    Occurrence,
+    discardable,
+    occurrence_of,
+    recurrence_of,
+)
 
 if TYPE_CHECKING:
     import boto3
@@ -257,7 +264,7 @@ class Editor:
         return UpcomingRuns(zone, self._upcoming(record, count))
 
     def _upcoming(self, record: TaskRecord, count: int) -> builtins.list[Upcoming]:
-        if record.status not in (TaskStatus.PENDING, TaskStatus.PAUSED) or record.due is None:
+        if record.status not in SCHEDULED or record.due is None:
             return []  # finished (a paused task lists what would run after a resume with "skip")
         due, recurrence = record.due, recurrence_of(record)
         if record.schedule_kind is ScheduleKind.CRON:

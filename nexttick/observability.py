@@ -96,7 +96,7 @@ class _NoTracing(BaseProvider):
         pass
 
 
-def tracing_on() -> bool:
+def _tracing_on() -> bool:
     """X-Ray records only inside Lambda (where its daemon listens) and unless tracing is disabled."""
     disabled = resolve_truthy_env_var_choice(env=os.getenv(constants.TRACER_DISABLED_ENV, "false"))
     return bool(os.getenv(constants.LAMBDA_TASK_ROOT_ENV)) and not disabled
@@ -104,9 +104,10 @@ def tracing_on() -> bool:
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(provider=_EMFProvider(namespace=NAMESPACE, service=SERVICE))
-tracer = (
-    Tracer(service=SERVICE) if tracing_on() else Tracer(service=SERVICE, disabled=True, provider=_NoTracing())
-)
+if _tracing_on():
+    tracer = Tracer(service=SERVICE)
+else:
+    tracer = Tracer(service=SERVICE, disabled=True, provider=_NoTracing())
 
 
 Dimensions = tuple[tuple[str, str], ...]
@@ -177,5 +178,4 @@ __all__ = [
     "logger",
     "metrics",
     "tracer",
-    "tracing_on",
 ]

@@ -33,6 +33,8 @@ class TaskStatus(StrEnum):
     SKIPPED = "skipped"
 
 
+# A task in one of these is still scheduled: it can be changed, steered or cancelled.
+SCHEDULED = frozenset({TaskStatus.PENDING, TaskStatus.PAUSED})
 # A task in one of these may run an extra occurrence now ("run now"; for a failed one, a retry).
 RUNNABLE_NOW = frozenset({TaskStatus.PENDING, TaskStatus.PAUSED, TaskStatus.FAILED})
 
