@@ -33,14 +33,13 @@ from enum import StrEnum
 from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadDateError, croniter
-
 from nexttick.config import Precision
 from nexttick.constants import EPOCH_EXPRESSION, MAX_YEAR
+from nexttick.cron import parse_cron
 from nexttick.errors import ValidationError
 from nexttick.timeutil import floor_minute
 
-_MAX_CRON_STEPS = 10_000  # guards against expressions that never match (e.g. 30 February)
+_MAX_CRON_STEPS = 10_000  # bounds a walk over matching wall times
 # Wall-clock order and instant order disagree only near an offset change, by at most its size
 # (a day at most, as when Samoa crossed the date line). Offsets are sampled every two hours, which
 # assumes a zone does not change its offset twice within that time.
@@ -89,15 +88,10 @@ def load_zone(name: str, field: str = "timezone") -> ZoneInfo:
         raise ValidationError(f"{field}: unknown IANA time zone {name!r}", field=field) from exc
 
 
-def validate_cron(expression: str, field: str = "cron") -> str:
-    """A standard 5-field croniter expression (or @hourly-style alias); raises naming the field."""
-    text = " ".join(expression.split()) if isinstance(expression, str) else ""
-    if not text or len(text.split(" ")) not in (1, 5) or not croniter.is_valid(text):
-        raise ValidationError(
-            f"{field}: invalid cron expression {expression!r} (5 fields: minute hour day month weekday)",
-            field=field,
-        )
-    return text
+def validate_cron(expression: object, field: str = "cron") -> str:
+    """A cron expression nexttick runs with its crontab(5) meaning (nexttick.cron), whitespace
+    collapsed; raises naming the field and saying why otherwise."""
+    return parse_cron(expression, field).text
 
 
 def _parse_policy(kind: type[_E], value: object, field: str) -> _E:
@@ -255,14 +249,10 @@ def _next_cron(
     if lowest < offset:  # a fold ahead or a gap behind: narrow to the instants that can matter
         reach = offset - lowest
         lowest = _offset_range(zone, after - reach, after + reach)[0]
-    iterator = croniter(expression, local.replace(tzinfo=None) - (offset - lowest))
+    walls = parse_cron(expression).walls_after(local.replace(tzinfo=None) - (offset - lowest))
     best: _Fire | None = None
     horizon: datetime | None = None  # walls later than this fire later than `best`
-    for _ in range(_MAX_CRON_STEPS):
-        try:
-            wall = iterator.get_next(datetime)
-        except CroniterBadDateError:  # a date that never exists, e.g. "0 0 30 2 *"
-            break
+    for wall, _ in zip(walls, range(_MAX_CRON_STEPS), strict=False):  # none for a date that never exists
         if wall.year > MAX_YEAR or (horizon is not None and wall > horizon):
             break
         for fire in _wall_fires(wall, zone, skipped, repeated):
@@ -283,12 +273,7 @@ def _skipped_walls(expression: str, zone: ZoneInfo, after: datetime, until: date
     walls: list[datetime] = []
     if end <= start:
         return ()
-    iterator = croniter(expression, start)
-    for _ in range(_MAX_CRON_STEPS):
-        try:
-            wall = iterator.get_next(datetime)
-        except CroniterBadDateError:
-            break
+    for wall, _ in zip(parse_cron(expression).walls_after(start), range(_MAX_CRON_STEPS), strict=False):
         if wall > end:
             break
         if not _wall_fires(wall, zone, DstSkipped.SKIP, DstRepeated.FIRST):

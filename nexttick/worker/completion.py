@@ -4,7 +4,8 @@
   with full jitter, same occurrence); attempts exhausted → `failed`; misfire → `skipped`.
   Finished one-shot tasks get `expires_at` (TTL) after the retention period.
 * recurring → the next occurrence from the *scheduled* time (missed ones coalesce), or finished
-  (`succeeded`) past `end`; a failure with attempts left retries first unless the retry would
+  (`succeeded`) past `end`, or `failed` when a stored cron expression is one nexttick now refuses
+  (an older release accepted it with another meaning; `nexttick doctor` lists them); a failure with attempts left retries first unless the retry would
   reach the next occurrence.
 * a "run now" occurrence (`plan_extra`) is recorded and retried like any other, and changes
   nothing of the schedule. A task resumed with "each" runs the occurrences it missed one by one
@@ -21,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from nexttick.cron import CronError
 from nexttick.schedules import ScheduleKind
 from nexttick.store.records import (
     LastRun,
@@ -116,10 +118,14 @@ def plan_completion(
     base = replace(task, runs=task.runs + (1 if ran else 0), version=task.version + 1, updated_at=now)
     recurring = task.schedule_kind is not ScheduleKind.ONCE
     next_due: datetime | None = None
-    if recurring and task.catch_up_until is not None and a.scheduled_for < task.catch_up_until:
-        next_due = recurrence_of(task).next_after(a.scheduled_for)  # resumed with "each": one by one
-    elif recurring:
-        next_due = recurrence_of(task).next_due_from(a.scheduled_for, now)
+    schedule_error: str | None = None
+    try:
+        if recurring and task.catch_up_until is not None and a.scheduled_for < task.catch_up_until:
+            next_due = recurrence_of(task).next_after(a.scheduled_for)  # resumed with "each": one by one
+        elif recurring:
+            next_due = recurrence_of(task).next_due_from(a.scheduled_for, now)
+    except CronError as error:  # stored before nexttick refused its expression: the series ends failed
+        schedule_error = error.message
     if next_due is not None and task.end is not None and next_due > task.end:
         next_due = None
     if task.catch_up_until is not None and (next_due is None or next_due > task.catch_up_until):
@@ -138,6 +144,9 @@ def plan_completion(
         return Plan(record, occurrence_of(task, next_due), result)
 
     status = TaskStatus(result) if not recurring else TaskStatus.SUCCEEDED  # a finished series succeeded
+    last_run = _last_run(a, result)
+    if schedule_error is not None:
+        status, last_run = TaskStatus.FAILED, replace(last_run, error=schedule_error)
     record = replace(
         base,
         status=status,
@@ -145,7 +154,7 @@ def plan_completion(
         queue_key=None,
         queue_token=None,
         attempts=a.attempt if ran else task.attempts,
-        last_run=_last_run(a, result),
+        last_run=last_run,
         expires_at=now + retention,
     )
     return Plan(record, None, result)

@@ -118,6 +118,17 @@ def test_recurring_failure_exhausted_moves_on_and_end_finishes() -> None:
     )
 
 
+def test_a_stored_cron_that_is_now_refused_ends_the_series_failed_with_the_reason() -> None:
+    # Given a cron task stored when a wrap-around range (croniter's 23,0,1) was still accepted
+    t = task(schedule_kind="cron", cron="0 23-1 * * *")
+    # When its occurrence succeeds
+    p = plan(t, attempt(RunOutcome.SUCCEEDED))
+    # Then the series ends failed, saying why, instead of running with another meaning
+    assert p.next_run is None
+    assert p.record.status == "failed"
+    assert p.record.last_run is not None and "runs backwards" in (p.record.last_run.error or "")
+
+
 def test_recurring_retry_never_reaches_the_next_occurrence() -> None:
     t = task(schedule_kind="every", every_seconds=5.0, max_attempts=3, retry_backoff_seconds=60)
     p = plan(t, attempt(RunOutcome.FAILED, error="boom"), rng=random.Random(0))
