@@ -39,13 +39,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import heapq
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
-from croniter import CroniterBadDateError, croniter
+from croniter import CroniterBadDateError, CroniterError, croniter
 
 from nexttick.errors import ValidationError
 
@@ -279,12 +280,55 @@ def _parse(text: str, name: str) -> CronExpression:
 
 
 def legacy_walls(expression: str, start: datetime) -> Iterator[datetime]:
-    """The wall times nexttick ran an expression at before it applied crontab(5)'s meaning (croniter
-    reading the text as is): `nexttick doctor` compares them with `walls_after` to list the stored
-    schedules whose meaning changed."""
-    iterator = croniter(expression, start)
+    """The wall times nexttick ran an expression at before it applied crontab(5)'s meaning: croniter
+    reading the text as is (its default day rule included); none where croniter refuses it too."""
+    try:
+        iterator = croniter(expression, start)
+    except CroniterError:
+        return
     while True:
         try:
             yield iterator.get_next(datetime)
         except CroniterBadDateError:
             return
+
+
+@dataclass(frozen=True)
+class MeaningChange:
+    """How a stored expression's runs differ between the older reading and crontab(5)'s, from the
+    first wall time where they part: the next few under each (none when it is now refused)."""
+
+    was: tuple[datetime, ...]
+    now: tuple[datetime, ...]
+    refused: str | None = None
+
+
+_SAMPLE_MONTHS = 13
+_SAMPLE_WALLS = 40
+_SHOWN = 3
+
+
+@lru_cache(maxsize=256)
+def meaning_change(expression: str, start: datetime) -> MeaningChange | None:
+    """None when the expression runs at the same wall times as before from `start` (naive) on: 40
+    matches from `start` and from the first of each of the next 12 months agree (a difference in
+    hours, days or months shows within them); otherwise where they part."""
+    try:
+        parsed = parse_cron(expression)
+    except CronError as error:
+        return MeaningChange(
+            tuple(itertools.islice(legacy_walls(expression, start), _SHOWN)), (), error.message
+        )
+    starts = [start] + [
+        datetime(start.year + (start.month + k - 1) // 12, (start.month + k - 1) % 12 + 1, 1)
+        for k in range(1, _SAMPLE_MONTHS)
+    ]
+    for sample in starts:
+        was = list(itertools.islice(legacy_walls(expression, sample), _SAMPLE_WALLS))
+        now = list(itertools.islice(parsed.walls_after(sample), _SAMPLE_WALLS))
+        if was != now:
+            part = next(
+                (i for i, (a, b) in enumerate(zip(was, now, strict=False)) if a != b), min(len(was), len(now))
+            )
+            return MeaningChange(tuple(was[part : part + _SHOWN]), tuple(now[part : part + _SHOWN]))
+    return None

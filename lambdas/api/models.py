@@ -134,7 +134,10 @@ class _TimeFields(_Strict):
     )
     cron: Annotated[str, Field(max_length=MAX_CRON_LENGTH)] | SkipJsonSchema[None] = Field(
         default=None,
-        description="5-field cron expression (croniter syntax), evaluated in `timezone`.",
+        description=(
+            "5-field cron expression with crontab(5) meaning (cronie's day rule), evaluated in "
+            "`timezone`; extensions `L`, `nW`, `dL`, `d#k`, `?` and `@daily`-style macros."
+        ),
         examples=["0 9 * * 5"],
     )
     timezone: Annotated[str, Field(max_length=MAX_TIMEZONE_LENGTH)] | SkipJsonSchema[None] = Field(

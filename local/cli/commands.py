@@ -1,6 +1,6 @@
 """The commands: `local` starts the local stack; `add`, `ls`, `show`, `runs`, `upcoming`, `reschedule`,
-`pause`, `resume`, `skip`, `run-now`, `cancel`, `lateness` and `sync` manage tasks through the editor library
-(or, for `sync`, the runtime) at the command's target."""
+`pause`, `resume`, `skip`, `run-now`, `cancel`, `lateness`, `doctor` and `sync` manage tasks through the
+editor library (or, for `sync`, the runtime) at the command's target."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from local.cli.format import (
     describe_schedule,
     format_when,
+    render_doctor,
     render_lateness,
     render_runs,
     render_table,
@@ -241,6 +243,45 @@ def cmd_lateness(args: argparse.Namespace, target: Target, out: Output) -> int:
     window = _editor(target).lateness(minutes=args.minutes).to_dict()
     out.task(window, render_lateness(window))
     return 0
+
+
+def cmd_doctor(args: argparse.Namespace, target: Target, out: Output) -> int:
+    """List the pending and paused cron schedules whose runs change under crontab(5)'s reading (or
+    that nexttick now refuses); exit 1 when there is any, so a script can stop on it."""
+    from nexttick.cron import meaning_change
+
+    editor = _editor(target)
+    checked, changed = 0, []
+    for status in (None, "paused"):
+        cursor = None
+        while True:
+            page = editor.list(status=status, limit=100, cursor=cursor)
+            for task in page.items:
+                if task.cron is None:
+                    continue
+                checked += 1
+                local_now = out.now().astimezone(ZoneInfo(task.timezone or "UTC"))
+                change = meaning_change(task.cron, local_now.replace(tzinfo=None, second=0, microsecond=0))
+                if change is not None:
+                    changed.append(
+                        {
+                            "id": task.id,
+                            "cron": task.cron,
+                            "timezone": task.timezone,
+                            "status": str(task.status),
+                            "was": [wall.isoformat(timespec="minutes") for wall in change.was],
+                            "now": [wall.isoformat(timespec="minutes") for wall in change.now],
+                            "refused": change.refused,
+                        }
+                    )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    if out.json:
+        out.emit({"checked": checked, "changed": changed})
+    else:
+        out.line(render_doctor(checked, changed))
+    return 1 if changed else 0
 
 
 def cmd_sync(args: argparse.Namespace, target: Target, out: Output) -> int:

@@ -223,3 +223,20 @@ def render_lateness(window: Mapping[str, Any]) -> str:
         lines.append(f"{label:>10}  {bar} {bucket['count']}")
         lower = _ms(bucket["le_ms"])
     return "\n".join(lines)
+
+
+def render_doctor(checked: int, changed: Sequence[Mapping[str, Any]]) -> str:
+    """`nexttick doctor`: each schedule whose runs change, its next wall times before and now."""
+    if not changed:
+        return f"checked {checked} cron schedules: each runs as before under crontab(5)'s reading"
+    lines = [f"{len(changed)} of {checked} cron schedules run differently under crontab(5)'s reading:"]
+    for item in changed:
+        zone = item["timezone"] or "UTC"
+        lines.append(f"  {item['id']}  {item['cron']!r}  ({zone} wall times, {item['status']})")
+        lines.append(f"    ran at:   {', '.join(item['was']) or '-'}")
+        if item["refused"]:
+            lines.append(f"    now:      refused ({item['refused']}); its next run ends the series, failed")
+        else:
+            lines.append(f"    runs at:  {', '.join(item['now']) or '-'}")
+    lines.append("reschedule each with the expression you mean (nexttick reschedule ID --cron EXPR)")
+    return "\n".join(lines)

@@ -11,6 +11,7 @@ from local.cli.commands import (
     Output,
     cmd_add,
     cmd_cancel,
+    cmd_doctor,
     cmd_lateness,
     cmd_local,
     cmd_ls,
@@ -228,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("lateness", cmd_lateness, "how late the runs of the last minutes started (all tasks)")
     p.add_argument("--minutes", type=int, default=60)
 
+    command(
+        "doctor",
+        cmd_doctor,
+        "list the cron schedules whose runs changed under crontab(5)'s reading (exit 1 if any)",
+    )
     command("sync", cmd_sync, "re-derive the rule from the table (and wake the worker if work is due)")
     return parser
 

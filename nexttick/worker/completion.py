@@ -5,8 +5,8 @@
   Finished one-shot tasks get `expires_at` (TTL) after the retention period.
 * recurring → the next occurrence from the *scheduled* time (missed ones coalesce), or finished
   (`succeeded`) past `end`, or `failed` when a stored cron expression is one nexttick now refuses
-  (an older release accepted it with another meaning; `nexttick doctor` lists them); a failure with attempts left retries first unless the retry would
-  reach the next occurrence.
+  (an older release accepted it with another meaning; `nexttick doctor` lists them); a failure
+  with attempts left retries first unless the retry would reach the next occurrence.
 * a "run now" occurrence (`plan_extra`) is recorded and retried like any other, and changes
   nothing of the schedule. A task resumed with "each" runs the occurrences it missed one by one
   (`catch_up_until`) before coalescing again.

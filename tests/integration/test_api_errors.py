@@ -72,6 +72,9 @@ def test_body_that_is_not_utf8_is_400(api: LambdaApi) -> None:
         ({"action": "log", "due": "2030-02-30T10:00:00Z"}, "due"),
         ({"action": "log", "due": "2300-01-01T00:00:00Z"}, "due"),
         ({"action": "log", "cron": "61 * * * *"}, "cron"),
+        ({"action": "log", "cron": "0 23-1 * * *"}, "cron"),  # a wrap-around range: no crontab meaning
+        ({"action": "log", "cron": "0 0 LW * *"}, "cron"),
+        ({"action": "log", "cron": "@reboot"}, "cron"),
         ({"action": "log", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone"),
         ({"action": "log", "every": "soon"}, "every"),
         ({"action": "log", "every": "0s"}, "every"),

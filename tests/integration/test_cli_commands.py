@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import boto3
 import pytest
 
 from editor import Editor
@@ -23,7 +24,15 @@ from local import endpoints
 from local.cli.main import main
 from local.cli.target import local_stack_environment
 from nexttick.config import NextTickSettings
-from nexttick.constants import DEFAULT_RULE_NAME, DEFAULT_TABLE_NAME, MAX_PAYLOAD_BYTES
+from nexttick.constants import (
+    DEFAULT_RULE_NAME,
+    DEFAULT_TABLE_NAME,
+    MAX_PAYLOAD_BYTES,
+    PARTITION_KEY,
+    SORT_KEY,
+    TASK_SK,
+)
+from nexttick.store.keys import task_pk
 from tests.support.aws import FAKE_AWS_ENV
 from tests.support.local import Recorder, client, create_table_and_rule, local_worker, moto_server
 
@@ -340,6 +349,54 @@ def test_upcoming_and_dry_run_show_dst_marks_and_write_nothing(local: tuple[Path
     # And a DST policy on an interval task is an error naming the flag
     code, _, err = run(state_dir, "add", "--action", "log", "--every", "1h", "--dst-skipped", "shift")
     assert code == 1 and "--dst-skipped" in err
+
+
+def test_doctor_lists_the_cron_schedules_whose_runs_change_under_crontab(
+    local: tuple[Path, Recorder, Any],
+) -> None:
+    state_dir, _, _ = local
+    # Given cron tasks as an older release stored them: one whose text now reads differently, one
+    # paused with a star-prefixed day of month, one nexttick now refuses, and one that is unchanged
+    run_json(
+        state_dir, "add", "--action", "log", "--cron", "0 9-9 * * *", "--tz", "Europe/Berlin", "--id", "nine"
+    )
+    run_json(state_dir, "add", "--action", "log", "--cron", "0 12 */2 * 1-5", "--id", "odd")
+    run_json(state_dir, "pause", "odd")
+    run_json(state_dir, "add", "--action", "log", "--cron", "0 23 * * *", "--id", "wrap")
+    run_json(state_dir, "add", "--action", "log", "--cron", "0 9 * * 1-5", "--id", "fine")
+    run_json(state_dir, "add", "--action", "log", "--every", "1h", "--id", "interval")
+    stack = endpoints.read(state_dir)
+    assert stack is not None
+    dynamodb = boto3.session.Session(region_name="us-east-1").client(
+        "dynamodb", endpoint_url=stack["env"]["NEXTTICK_ENDPOINT_URL"]
+    )
+    dynamodb.update_item(
+        TableName=DEFAULT_TABLE_NAME,
+        Key={PARTITION_KEY: {"S": task_pk("wrap")}, SORT_KEY: {"S": TASK_SK}},
+        UpdateExpression="SET cron = :old",
+        ExpressionAttributeValues={":old": {"S": "0 23-1 * * *"}},  # croniter read it as 23, 0, 1
+    )
+    # When the doctor checks them
+    code, text, _ = run(state_dir, "doctor")
+    report = json.loads(run(state_dir, "doctor", "--json")[1])
+    # Then it lists the three whose runs change, with their wall times before and now, and exits 1
+    assert code == 1
+    changed = {item["id"]: item for item in report["changed"]}
+    assert report["checked"] == 4 and sorted(changed) == ["nine", "odd", "wrap"]
+    assert {wall[-5:] for wall in changed["nine"]["now"]} == {"09:00"}
+    assert len({wall[-5:] for wall in changed["nine"]["was"]}) == 3  # hourly before
+    assert changed["odd"]["status"] == "paused"
+    assert all(datetime.fromisoformat(wall).weekday() < 5 for wall in changed["odd"]["now"])
+    assert changed["wrap"]["now"] == [] and "runs backwards" in changed["wrap"]["refused"]
+    assert "3 of 4 cron schedules run differently" in text and "'0 9-9 * * *'" in text
+    # And once each is rescheduled to what it means, the doctor is satisfied
+    for task_id, expression in (("nine", "0 9 * * *"), ("odd", "0 12 * * 1-5"), ("wrap", "0 23,0,1 * * *")):
+        run_json(state_dir, "reschedule", task_id, "--cron", expression)
+    assert run(state_dir, "doctor") == (
+        0,
+        "checked 4 cron schedules: each runs as before under crontab(5)'s reading\n",
+        "",
+    )
 
 
 def test_pause_resume_skip_and_run_now(local: tuple[Path, Recorder, Any]) -> None:

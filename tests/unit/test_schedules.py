@@ -45,7 +45,7 @@ def test_validate_cron_accepts_standard_expressions(expression: str) -> None:
 )
 def test_validate_cron_rejects_other_expressions_naming_the_field(expression: object) -> None:
     with pytest.raises(ValidationError) as caught:
-        validate_cron(expression)  # type: ignore[arg-type]
+        validate_cron(expression)
     assert caught.value.field == "cron"
 
 
