@@ -10,7 +10,8 @@ from typing import Any
 
 from moto import mock_aws
 
-from local.motoserver import EmulatedState, lighten_dynamodb
+from local.motopatches import lighten_dynamodb
+from local.motoserver import EmulatedState
 from local.options import EMULATOR_CREDENTIALS
 from local.resources import create_resources
 from nexttick.config import NextTickSettings

@@ -86,6 +86,22 @@ def previous_detail(previous: dict[str, Any]) -> dict[str, Any]:
     return {s: previous[s] for s in SECTIONS if s in previous}
 
 
+def progress(number: int, order: list[str], last_seconds: dict[str, float], elapsed: float) -> str:
+    """`bench: [3/10] burst … (elapsed 4:10; left after it: fanout, lateness; ~12 min by their last runs)`."""
+    section, left = order[number - 1], order[number:]
+    line = f"bench: [{number}/{len(order)}] {section} … (elapsed {_minutes(elapsed)}"
+    if left:
+        line += f"; left after it: {', '.join(left)}"
+    known = [last_seconds[s] for s in order[number - 1 :] if s in last_seconds]
+    if known:
+        line += f"; ~{_minutes(sum(known))} by their last runs"
+    return line + ")"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (smoke run), into bench/quick/")
@@ -117,10 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         quick, facts = previous.get("quick", quick), previous.get("machine", facts)
     failed = False
     durations = {s: v for s, v in previous.get("run_seconds", {}).items() if s in detail}
-    for section in SECTIONS:
-        if section not in chosen:
-            continue
-        print(f"bench: {section} …", file=sys.stderr, flush=True)
+    order = [s for s in SECTIONS if s in chosen]
+    started = time.monotonic()
+    for number, section in enumerate(order, 1):
+        print(progress(number, order, durations, time.monotonic() - started), file=sys.stderr, flush=True)
         began = time.monotonic()
         try:
             figures = RUNNERS[section](args.quick)

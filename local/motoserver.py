@@ -10,20 +10,16 @@ response leaves, so what the emulator acknowledged survives any end of the proce
 
 from __future__ import annotations
 
-import functools
 import io
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from moto import backends
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
-from moto.dynamodb.responses import DynamoResult
 from moto.events.models import events_backends
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -31,6 +27,8 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import BaseWSGIServer, make_server
+
+from local.motopatches import lighten_dynamodb, route_without_listing_moto
 
 RULE_CHANGING_TARGETS = frozenset(
     {"AWSEvents.PutRule", "AWSEvents.DeleteRule", "AWSEvents.EnableRule", "AWSEvents.DisableRule"}
@@ -227,99 +225,6 @@ class EmulatedState:
             scheduled_expression=rule["expression"],
             state=rule.get("state") or "ENABLED",
         )
-
-
-class _Partition:
-    """A moto table as its base-table Query sees it: only the items of one partition."""
-
-    def __init__(self, table: Table, hash_key: DynamoType) -> None:
-        self._table = table
-        self._hash_key = hash_key
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._table, name)
-
-    def all_items(self) -> list[Item]:
-        partition = self._table.items.get(self._hash_key)
-        if partition is None:
-            return []
-        return list(partition.values()) if self._table.range_key_attr else [partition]  # type: ignore[list-item]
-
-
-_moto_query = Table.query
-
-
-def _partition_query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
-    index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
-    if index_name is not None or hash_key is None:
-        return _moto_query(self, hash_key, *args, **kwargs)
-    return _moto_query(_Partition(self, hash_key), hash_key, *args, **kwargs)  # type: ignore[arg-type]
-
-
-def query_partitions_only() -> None:
-    """Make moto's base-table Query read only the queried partition, as DynamoDB does.
-
-    moto 5 answers every Query by sorting the whole table (`Table.all_items`) and then keeping the
-    items of one partition: a worker's head read (one Query per queue shard) cost ~16 sorts of every
-    task, queue entry and finished task, which made the local stack's API and worker slow in
-    proportion to everything ever stored (`bench/localload.py`). The partition's own items, then
-    moto's own sort by range key, filter, limit and paging give the same answer. Queries on an
-    index are left to moto. Idempotent."""
-    Table.query = _partition_query  # type: ignore[method-assign]
-
-
-# DynamoDB's data-plane answers: attribute maps, counts and keys, already in their wire form.
-_PLAIN_JSON_OPERATIONS = frozenset(
-    {"GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"}
-)
-_moto_execute_result = DynamoResult.execute_result
-
-
-def _plain_json_result(self: DynamoResult, context: Any) -> Any:
-    if context.operation_model.name in _PLAIN_JSON_OPERATIONS and isinstance(self.result, dict):
-        members = context.operation_model.output_shape.members  # what moto's serializer keeps
-        body = json.dumps({k: v for k, v in self.result.items() if k in members}, separators=(",", ":"))
-        # Binary attributes are base64-encoded by moto's serializer: leave those answers to it.
-        if '"B":' not in body and '"BS":' not in body:
-            return 200, {"Content-Type": _DYNAMODB_CONTENT_TYPE}, body
-    return _moto_execute_result(self, context)
-
-
-_DYNAMODB_CONTENT_TYPE = "application/x-amz-json-1.0"
-
-
-def serialize_dynamodb_directly() -> None:
-    """Answer DynamoDB's item operations with the result's JSON as it is, not through moto's
-    generic serializer.
-
-    moto 5 serializes every answer by walking the operation's output shape member by member,
-    attribute value by attribute value: a third of the local stack's emulator CPU under load
-    (bench/localload.py), most of it on Query pages of queue entries. For these operations the
-    result is already DynamoDB's wire JSON (moto's DynamoResult converts its DynamoType values), so
-    `json.dumps` gives the same document; an answer holding a binary attribute still goes through
-    moto's serializer, which base64-encodes it. Errors never reach this (they are not
-    DynamoResults). Idempotent."""
-    DynamoResult.execute_result = _plain_json_result  # type: ignore[method-assign,assignment]
-
-
-def lighten_dynamodb() -> None:
-    """moto's DynamoDB as the local stack serves it: Query reads the queried partition only, item
-    operations answer in plain JSON (both above). Idempotent."""
-    query_partitions_only()
-    serialize_dynamodb_directly()
-
-
-def route_without_listing_moto() -> None:
-    """Resolve a request's service without listing moto's package directory each time.
-
-    moto's dispatcher (`get_backend_for_host`) calls `backends.list_of_moto_modules()` for every
-    request: an `os.listdir` of moto's package and an `isdir` per entry (about 150 system calls),
-    inside the server's request lock. Under the local stack's load that was more than half of a
-    DynamoDB Query's time in the lock (3.4 ms -> 1.4 ms per Query with the list kept). The package
-    does not change while the server runs. Idempotent."""
-    if not hasattr(backends.list_of_moto_modules, "cache_info"):
-        listing = backends.list_of_moto_modules
-        backends.list_of_moto_modules = functools.cache(lambda: tuple(listing()))
 
 
 class MotoServer:

@@ -16,9 +16,12 @@ rename leaves the old snapshot and every segment; after it, the entries up to `s
 
 Restored into a fresh emulator directly (local.motoserver.EmulatedState), not through the
 server: nothing restored is journaled again, and 10,000 tasks take well under a second. Items whose
-TTL has passed are dropped, as DynamoDB would have done. The rule record's waiter claim is dropped
-too: no invocation of the stopped process is still sleeping for the head, and a claim left in place
-would keep the next start's worker from waiting.
+TTL has passed are dropped, as DynamoDB would have done. What the stopped process's invocations
+held is dropped too, since none of them is still running (the state directory's lock keeps a second
+stack off it): the rule record's waiter claim, which would keep the next start's worker from
+waiting, and the claim leases of queue entries, whose occurrences would otherwise wait out the rest
+of their lease (up to a minute) before running again. An occurrence whose delivery was cut off runs
+again at once, under the same idempotency key, exactly as after its lease.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from local import journal
 from local.motoserver import RULE_CHANGING_TARGETS, EmulatedState
 from nexttick.constants import (
     PARTITION_KEY,
+    QUEUE_PK_PREFIX,
     RULE_STATE_PK,
     RULE_STATE_SK,
     SORT_KEY,
@@ -51,8 +55,10 @@ logger = logging.getLogger("local-stack")
 STATE_FORMAT = 1
 STATE_FILE = "state.json"
 _TEMP_PREFIX = ".state-"
-# The rule record's attributes naming the invocation sleeping for the head (nexttick.store.models).
+# The rule record's attributes naming the invocation sleeping for the head, and a queue entry's
+# claim lease (nexttick.store.models).
 WAITER_ATTRIBUTES = ("waiter_at", "waiter_until", "waiter_owner")
+LEASE_ATTRIBUTES = ("lease_until", "lease_owner")
 # Compaction bounds what a start replays (~10 µs an entry) and the journal's size on disk.
 COMPACT_ENTRIES = 20_000
 COMPACT_BYTES = 64 << 20
@@ -136,7 +142,7 @@ def replay(
 
 def restore(emulated: EmulatedState, state: dict[str, Any], now: float) -> int:
     """Write the saved items (minus TTL-expired ones) and the saved rule; returns the tasks restored."""
-    items = [_without_waiter(i) for i in state["items"] if not _expired(i, now)]
+    items = [_without_claims(i) for i in state["items"] if not _expired(i, now)]
     emulated.put(items)
     if state["rule"].get("expression"):
         emulated.put_rule(state["rule"])
@@ -149,10 +155,13 @@ def _key(item: dict[str, Any], key_names: tuple[str, str]) -> Key:
     return tuple(tuple(item[name].items()) for name in key_names)
 
 
-def _without_waiter(item: dict[str, Any]) -> dict[str, Any]:
-    if (item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]) != (RULE_STATE_PK, RULE_STATE_SK):
-        return item
-    return {k: v for k, v in item.items() if k not in WAITER_ATTRIBUTES}
+def _without_claims(item: dict[str, Any]) -> dict[str, Any]:
+    """The item without what an invocation of the stopped process held in it."""
+    if (item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]) == (RULE_STATE_PK, RULE_STATE_SK):
+        return {k: v for k, v in item.items() if k not in WAITER_ATTRIBUTES}
+    if item[PARTITION_KEY]["S"].startswith(QUEUE_PK_PREFIX):
+        return {k: v for k, v in item.items() if k not in LEASE_ATTRIBUTES}
+    return item
 
 
 def _expired(item: dict[str, Any], now: float) -> bool:

@@ -129,6 +129,33 @@ def test_a_restart_drops_the_stopped_processs_waiter_claim(
     assert editor.get(task.id).status == "pending"
 
 
+def test_a_restart_drops_the_leases_of_the_stopped_processs_claims(
+    stack: tuple[MotoServer, Editor], tmp_path: Path
+) -> None:
+    # Given a due task whose occurrence an invocation claimed (a minute's lease), when the stack
+    # was killed while delivering it
+    server, editor = stack
+    task = editor.schedule_in("log", 0)
+    store = editor.runtime.store
+    now = datetime.now(UTC)
+    [entry] = [e for shard in range(store.shards) for e in store.shard_entries(shard, page_size=10)]
+    claimed = store.claim(entry, now, now + timedelta(minutes=1), "dead-invocation")
+    assert claimed is not None and editor.get(task.id).status == "running"
+    snap = take_snapshot(server)
+    requests.post(f"{server.url}/moto-api/reset", timeout=5).raise_for_status()
+    create_table_and_rule(server, DEFAULT_TABLE_NAME, DEFAULT_RULE_NAME)
+    # When the state is restored into a fresh emulator
+    state.restore(EMULATED, snap, now=now.timestamp())
+    # Then the occurrence is claimable at once by the new stack's worker (its holder is gone), the
+    # attempt it used still counted, and the task is as it was
+    [restored] = [e for shard in range(store.shards) for e in store.shard_entries(shard, page_size=10)]
+    assert restored.lease_until is None and restored.lease_owner is None
+    assert restored.token == claimed.token
+    assert editor.get(task.id).status == "pending"  # it read "running" while the dead claim held it
+    again = store.claim(restored, now, now + timedelta(minutes=1), "new-invocation")
+    assert again is not None and again.attempt == claimed.attempt + 1  # the cut-off delivery counted
+
+
 def test_save_is_atomic(tmp_path: Path) -> None:
     # Given a saved state
     path = tmp_path / "state.json"
