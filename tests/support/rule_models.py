@@ -650,13 +650,14 @@ class ModelWorker(Worker):
         ran = False
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
         keys = queue.due_keys(now)
-        if len(keys) >= FAN_OUT_AT and self._fan_out():
+        if len(keys) >= FAN_OUT_AT and self.sharing.fan_out():
             return True  # as the real pass: the next one reads only this invocation's group
         for key in keys:
             if self.remaining() < self.margin:
                 break
             shard = shard_of(key[1])
-            if (self.group is not None and shard not in self.group) or self._left_to_another(shard):
+            group = self.sharing.group
+            if (group is not None and shard not in group) or self.sharing.left_to_another(shard):
                 continue
             task_id = queue.claim_entry(key, now, now + self.lease)
             if task_id is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from nexttick.worker.sharing import ShardSharing
 from tests.support.rule_models import ModelWorker, Plan, Scenario, check, shard_of
 
 # Tasks due 09:01:40 in both shards (a burst), and one due 09:08 the worker re-arms for.
@@ -24,12 +25,16 @@ FAN_OUT = Scenario(
 )
 
 
-class KeepsItsGroupWorker(ModelWorker):
-    """A worker that drains only its group for the whole invocation (the defect: a helper's shards
-    are its helper's alone, so a helper that dies leaves them to the next invocation)."""
+class KeepsItsGroup(ShardSharing):
+    """Sharing in which an invocation works only its group for the whole invocation (the defect: a
+    helper's shards are its helper's alone, so a helper that dies leaves them to the next one)."""
 
-    def _leave_group(self) -> None:
+    def leave_group(self) -> None:
         return None
+
+
+class KeepsItsGroupWorker(ModelWorker):
+    sharing_class = KeepsItsGroup
 
 
 def test_the_burst_is_in_both_shards() -> None:
