@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from nexttick.cron import MACROS
+
 
 def format_duration(seconds: float) -> str:
     """Compact duration: 45s, 3m, 2m 50s, 1h30m style pieces (two units below ten of the larger)."""
@@ -35,17 +37,6 @@ def relative(when: datetime | None, now: datetime) -> str:
     return f"in {format_duration(delta)}" if delta > 0 else f"{format_duration(delta)} ago"
 
 
-_CRON_ALIASES = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
-
-
 def describe_cron(expression: str) -> str:
     """Human description of a cron expression ('At 09:00, only on Friday'); the expression itself
     when cron-descriptor is not installed or cannot read it."""
@@ -56,7 +47,9 @@ def describe_cron(expression: str) -> str:
     options = Options()
     options.use_24hour_time_format = True
     try:
-        return str(ExpressionDescriptor(_CRON_ALIASES.get(expression, expression), options).get_description())
+        return str(
+            ExpressionDescriptor(MACROS.get(expression.lower(), expression), options).get_description()
+        )
     except Exception:
         return expression
 
