@@ -15,7 +15,7 @@ import functools
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from moto import backends
@@ -129,21 +129,20 @@ class SortedPartition(dict[DynamoType, Item]):
 
 
 def _sorted_partition(table: Table, hash_key: DynamoType) -> SortedPartition | None:
-    """The table's partition as a SortedPartition (converted on first use; new ones are born so)."""
+    """The partition of a table with a sort key as a SortedPartition (converted on first use; new
+    ones are born so); None when it has no items yet."""
     items = table.items
     if getattr(items, "default_factory", None) is dict:
         items.default_factory = SortedPartition
     partition = items.get(hash_key)
     if partition is None or isinstance(partition, SortedPartition):
         return partition
-    if not isinstance(partition, dict):
-        return None
     items[hash_key] = sorted_partition = SortedPartition(partition)
     return sorted_partition
 
 
-def _indices(low: int, high: int, forward: bool) -> Iterator[int]:
-    return iter(range(low, high)) if forward else iter(range(high - 1, low - 1, -1))
+def _indices(low: int, high: int, forward: bool) -> range:
+    return range(low, high) if forward else range(high - 1, low - 1, -1)
 
 
 def _sorted_query(
@@ -161,7 +160,7 @@ def _sorted_query(
     partition: bisect to the first key, stop at the Limit or the 1 MB page. None: leave it to moto."""
     partition = _sorted_partition(table, hash_key)
     if partition is None:
-        return ([], 0, None) if table.items.get(hash_key) is None else None
+        return [], 0, None
     bounds = partition.bounds(range_comparison, [obj.cast_value for obj in range_objs])
     if bounds is None:
         return None
@@ -176,11 +175,12 @@ def _sorted_query(
     size, last_evaluated_key, last_index = 0, None, -1
     for index in _indices(low, high, scan_index_forward):
         item = partition.item_at(index)
-        if len(results) == limit or size + item.size() > RESULT_SIZE_LIMIT:
+        item_size = item.size()
+        if len(results) == limit or size + item_size > RESULT_SIZE_LIMIT:
             last_evaluated_key = table._get_last_evaluated_key(results[-1], None)
             break
         results.append(item)
-        size += item.size()
+        size += item_size
         last_index = index
     else:
         # moto's rule: a page that reached its Limit has a last evaluated key when the partition

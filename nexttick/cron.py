@@ -145,7 +145,7 @@ class CronExpression:
                 yield wall
 
 
-def _refuse(field: str, item: str, why: str, name: str = "cron") -> CronError:
+def _refuse(field: str, item: str, why: str, name: str) -> CronError:
     return CronError(f"{name}: {field} {item!r}: {why}", field=name)
 
 

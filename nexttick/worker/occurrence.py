@@ -106,7 +106,6 @@ class OccurrenceRunner:
         self.owner = owner
         self.hook = hook
         self.rng = rng
-        self.lease = timedelta(seconds=self.settings.lease_seconds)
         self.retention = timedelta(days=self.settings.retention_days)
 
     def process(self, entry: QueueEntry) -> Done:
@@ -140,7 +139,9 @@ class OccurrenceRunner:
             now = self.clock.now()
             if self.sharing.left_to_another(entry.shard):
                 return None, now, RunResult.YIELDED  # another invocation took the shard since it was read
-            claimed, held = self.store.try_claim(entry, now, lease_until=now + self.lease, owner=self.owner)
+            claimed, held = self.store.try_claim(
+                entry, now, lease_until=now + self.leases.lease, owner=self.owner
+            )
             if claimed is None:
                 self.sharing.lost(entry.shard, held, now)
                 return None, now, RunResult.CONTENDED
