@@ -14,6 +14,7 @@ from local.motopatches import lighten_dynamodb
 from local.motoserver import EmulatedState
 from local.options import EMULATOR_CREDENTIALS
 from local.resources import create_resources
+from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings
 from nexttick.runtime import Runtime
 from nexttick.schedules import ScheduleKind
@@ -24,8 +25,9 @@ ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "target": "bench.a
 
 
 @contextlib.contextmanager
-def emulated_aws(**overrides: Any) -> Iterator[Runtime]:
-    """moto in-process with the table, the rule and a worker function; yields a Runtime. One
+def emulated_aws(*, clock: Clock = SYSTEM_CLOCK, **overrides: Any) -> Iterator[Runtime]:
+    """moto in-process with the table, the rule and a worker function; yields a Runtime on `clock`
+    (settings from `overrides`). One
     invocation per measurement (no fan-out: its helpers would need the function to run). moto's
     DynamoDB is lightened as the local stack's is (`lighten_dynamodb`: a Query reads only its
     partition, item answers skip moto's generic serializer), so a figure is the local stack's."""
@@ -41,7 +43,7 @@ def emulated_aws(**overrides: Any) -> Iterator[Runtime]:
     with mock_aws(config={"lambda": {"use_docker": False}}):
         settings = NextTickSettings(actions_config=ACTIONS, **{"max_invocations": 1, **overrides})
         create_resources(settings)
-        yield Runtime.build(settings)
+        yield Runtime.build(settings, clock=clock)
 
 
 # The process environment of a bench run against an emulator (fake credentials, one region, quiet logs).

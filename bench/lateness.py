@@ -74,7 +74,7 @@ def _arrived(receiver: Receiver, prefix: str, count: int, timeout: float) -> Non
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    tasks, span, burst = (20, 30.0, 30) if quick else (200, 300.0, 1000)
+    tasks, span, burst = (20, 30.0, 30) if quick else (200, 300.0, 300)
     lead = LEAD_SECONDS[quick]
     rng = random.Random(11)
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import plots
+from bench import fanout, localload, plots
 
 REPORT_FILE = "REPORT.md"
 RESULTS_FILE = "results.json"
@@ -39,6 +39,7 @@ DEFAULT_BACKENDS = {
     "listing": "not stated by the section",
     "local_load": LOCAL_STACK,
     "fanout": "not stated by the section",
+    "cpu": "DynamoDB stand-in without latency (own process); the worker handler in-process",
 }
 
 
@@ -109,24 +110,38 @@ def dense_and_sparse(lifecycle: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     return dense, sparse
 
 
+def sparse_units(lifecycle: dict[str, Any]) -> tuple[float, float]:
+    """RRU and WRU of a sparse task: the `second`-mode task from create to completion as billed
+    (bench/sparse.py), or, in results from before it, the row whose worker started after the task
+    was due."""
+    billed = (lifecycle.get("sparse_billed") or {}).get("second")
+    if billed:
+        return billed["rru"], billed["wru"]
+    _, sparse = dense_and_sparse(lifecycle)
+    return sparse["rru_total"], sparse["wru_total"]
+
+
 def _cost(lifecycle: dict[str, Any] | None) -> dict[str, Any]:
     keys = (
         "wru_per_task",
         "rru_per_task",
         "rru_per_task_sparse",
+        "wru_per_task_sparse",
         "putrule_per_task",
         "usd_per_million_on_demand",
         "usd_per_million_provisioned",
     )
     if not lifecycle:
         return dict.fromkeys(keys)
-    dense, sparse = dense_and_sparse(lifecycle)
+    dense, _ = dense_and_sparse(lifecycle)
+    sparse_rru, sparse_wru = sparse_units(lifecycle)
     putrule = {row["order"]: row["per_task"] for row in lifecycle["putrule"]}
     others = dense["usd_per_million_lambda_second_mode"] + EVENTBRIDGE_RULE_USD_PER_MILLION
     return {
         "wru_per_task": dense["wru_total"],
         "rru_per_task": dense["rru_total"],
-        "rru_per_task_sparse": sparse["rru_total"],
+        "rru_per_task_sparse": sparse_rru,
+        "wru_per_task_sparse": sparse_wru,
         "putrule_per_task": putrule.get("random"),
         "usd_per_million_on_demand": round(dense["usd_per_million_dynamodb"] + others, 2),
         "usd_per_million_provisioned": round(dense["usd_per_million_dynamodb_provisioned"] + others, 2),
@@ -300,10 +315,11 @@ def _cost_rows(results: dict[str, Any]) -> list[Row]:
             units,
         ),
         _row(
-            "DynamoDB read units per one-shot task (sparse: one task per worker run)",
+            "DynamoDB read units per one-shot task (sparse: alone in the queue, create to completion "
+            "in `second` mode, early wake included)",
             anchor,
             "≤ 20 RRU",
-            _n(sparse),
+            f"{_n(sparse)} RRU ({_n(c['wru_per_task_sparse'])} WRU)",
             None if sparse is None else sparse <= 20,
         ),
         _row(
@@ -354,10 +370,12 @@ def _fanout_rows(results: dict[str, Any]) -> list[Row]:
     drains = _span({str(r["invocations"]): r["drain_s"] for r in rows}, " s")
     efficiency, projected = f["efficiency_at_4"], f["projected_aws_fires_per_s"]
     io_bound = (results["detail"].get("fanout") or {}).get("io_bound") or {}
-    full = bool(rows) and (f["tasks"] or 0) >= 10_000
+    full = bool(rows) and (f["tasks"] or 0) >= fanout.FULL_TASKS
+    counts = ", ".join(str(r["invocations"]) for r in rows) or "1, 2, 4"
     return [
         _row(
-            "fan-out: 10,000 tasks due at once, drained by 1, 2, 4, 8 concurrent invocations",
+            f"fan-out: a burst of {f['tasks'] or fanout.FULL_TASKS:,} tasks due at once, drained by "
+            f"{counts} concurrent invocations",
             "one invocation",
             "no duplicate or lost task; ≤ 0.05 lost claims per fire",
             f"drain {drains} invocations; duplicates {duplicates}, lost {lost}, "
@@ -405,6 +423,10 @@ def _local_rows(results: dict[str, Any]) -> list[Row]:
         if load["api_p99_s"] is None
         else load["api_p99_s"] <= 0.2 and load["errors"] == 0 and (load["lateness_p99_s"] or 0) <= 1
     )
+    # The sizes measured, else the full run's (localload.SIZES).
+    size = localload.SIZES[False]
+    if load["clients"] and load["operations"] is not None:
+        size = load["clients"], load["operations"] // load["clients"]
     # The deployed asset ships bytecode (built on the runtime's Python): that is the figure judged.
     imports = {name: ms.get("bytecode") for name, ms in (cs["import_ms_p50"] or {}).items()}
     slowest = max((ms for ms in imports.values() if ms is not None), default=None)
@@ -417,7 +439,7 @@ def _local_rows(results: dict[str, Any]) -> list[Row]:
             None if largest is None or int(largest) < 100_000 else all(v <= 0.05 for v in pages.values()),
         ),
         _row(
-            "local stack: 20 concurrent clients x 100 mixed operations",
+            f"local stack: {_n(size[0])} concurrent clients x {_n(size[1])} mixed operations",
             "—",
             "API p99 ≤ 200 ms, 0 connection errors, lateness p99 ≤ 1 s",
             clients,
@@ -456,18 +478,24 @@ SHORTFALL: dict[str, str] = {
         "not made here."
     ),
     "DynamoDB read units per one-shot task (sparse": (
-        "a worker run reads every queue shard (16 strongly consistent Queries, at least 1 read unit "
-        "each) for two passes and twice more for the re-arm's head read and its re-check (the rule "
-        "protocol needs the second read: a mutant without it is caught by the model checker). "
-        "Dropping the empty second pass measured 51 but delayed deliveries in the local stack. "
-        "Closing it: read only shards that can hold due work — a per-shard head kept where the "
-        "re-arm reads it, or fewer shards for a small table."
+        "every read of the queue reads every shard (16 strongly consistent Queries, at least 1 read "
+        "unit each), and a sparse task's invocation reads it six times: before its sleep a pass "
+        "(nothing due yet: the rule fired 70-130 s early) and the re-arm's head read; after its wake "
+        "the pass that runs the task, an empty pass, the re-arm's head read and its re-check (the "
+        "rule protocol needs the second read: a mutant without it is caught by the model checker). "
+        "That is 96 Queries (6 x 16) per task; the other reads are rule-record reads (the "
+        "worker's, the keeper's) and the task's. `minute` precision reads about as much: its rule "
+        "fires at the start of the task's minute, so its invocation also passes, sleeps and passes "
+        "again. Dropping the empty second pass measured 51 (worker started after the task was due) "
+        "but delayed deliveries in the local stack. Closing it: read only shards that can hold "
+        "due work — a per-shard head kept where the re-arm reads it, or fewer shards for a small "
+        "table."
     ),
     "cost per million": (
         "the write units above dominate (6 per task), then Lambda's duration; the figure follows the "
         "units: ≤ 4 write units and less Lambda CPU per fire would bring it to about $1."
     ),
-    "fan-out: 10,000": (
+    "fan-out: a burst": (
         "see the fan-out section: a duplicate or a lost task would be a defect; lost claims come from "
         "invocations that finish their group and probe the others'."
     ),
@@ -493,7 +521,7 @@ SHORTFALL: dict[str, str] = {
         "queries only the shards that hold pending work, which the per-shard cursors of the hot-path "
         "change would tell it."
     ),
-    "local stack: 20 concurrent": (
+    "local stack: ": (
         "moto runs in its own process now (API p99 60 s -> ~6 s, connection errors 25 -> 0) and "
         "answers a Query in ~1.4 ms of its lock; what is left is CPU. With 20 clients the two cores "
         "are busy (stack and emulator ~70 % of a core each): in `second` mode the waiting worker "
@@ -505,12 +533,14 @@ SHORTFALL: dict[str, str] = {
         "(read only the shards that can hold due work) cuts the worker's requests several-fold."
     ),
     "`make bench` run time": (
-        "four sections measure for minutes by design: the fan-out drains 10,000 tasks four times "
-        "(1, 2, 4, 8 invocations; ~8 minutes of drains on 2 cores, one invocation already using most "
-        "of a core) plus the pool-2 series, lateness needs 200 tasks over 5 minutes, the backlog "
-        "loads 1e6 tasks, and the sequential burst baseline alone is 1,000 x ~96 ms. Closing it: "
-        "sections run side by side on more cores (each measures in processes of its own), or a "
-        "smaller fan-out burst than the 10,000 the target names."
+        "lateness alone needs 200 tasks over 5 minutes behind a 150 s lead, then the `minute` "
+        "stack's last delivery (~9 minutes, fixed by its target); the burst's sequential baseline "
+        "is 1,000 x ~96 ms plus its 5,000-task peak; the fan-out drains 2,000 tasks three times and "
+        "the pool-2 series three more, each drain with its stand-in and sandbox processes to start. "
+        "The sizes were cut (fan-out 10,000 -> 2,000 tasks and no 8-invocation rows, "
+        "30 instead of 100 operations per load client, the raw burst comparison at 200 tasks, "
+        "the lateness burst at 300): what is left is the targets' own sizes. Closing it: sections "
+        "run side by side on more cores (each measures in processes of its own)."
     ),
     "cold start": (
         "the worker and the keeper meet it, the API does not. No handler imports the X-Ray SDK any "
@@ -657,14 +687,22 @@ def _cost_section(results: dict[str, Any]) -> str:
         return ""
     prices = lc["prices"]
     c = results["cost"]
+    rows = [
+        {
+            "row": "dense" if row["tasks_per_run"] > 1 else "sparse, worker started after the task was due",
+            **row,
+        }
+        for row in lc["lifecycle"]
+    ]
     return (
         _section_head(
             results, "lifecycle", "DynamoDB units per one-shot task, PutRule calls, cost per million"
         )
         + "Capacity units computed from the items read and written, with DynamoDB's sizing rules.\n\n"
         + _table(
-            lc["lifecycle"],
+            rows,
             [
+                "row",
                 "tasks",
                 "tasks_per_run",
                 "wru_create",
@@ -684,10 +722,134 @@ def _cost_section(results: dict[str, Any]) -> str:
         "~70 s per wake-up, shared by every task of the run) + EventBridge "
         f"(${EVENTBRIDGE_RULE_USD_PER_MILLION:.2f}: the rule's scheduled events and PutRule calls are not "
         f"billed). Baseline: EventBridge Scheduler at ${prices['eventbridge_scheduler_per_million']:.2f} per "
-        "million invocations (60 s flexible window at best). One task per run (sparse): the run's fixed "
-        "reads dominate, two strongly consistent head reads per shard, each billed at least 1 RRU. "
-        f"Prices: {_cell(prices)}.\n\nPutRule calls per task while creating tasks:\n\n"
+        "million invocations (60 s flexible window at best). The second row runs one task per worker run, "
+        "each worker started after its task was due: it leaves out the early wake (next table). "
+        f"Prices: {_cell(prices)}.\n"
+        + _sparse_billed(lc.get("sparse_billed"))
+        + _payload_sweep(lc.get("payload"))
+        + "\nPutRule calls per task while creating tasks:\n\n"
         + _table(lc["putrule"], ["tasks", "order", "putrule_calls", "per_task"])
+    )
+
+
+SPARSE_COLUMNS = [
+    "rru",
+    "wru",
+    "requests",
+    "putrule",
+    "invocations",
+    "worker_alive_s",
+    "gb_s",
+    "keeper_invocations",
+    "usd_per_million_dynamodb",
+    "usd_per_million_lambda",
+    "usd_per_million",
+]
+
+
+def _sparse_billed(billed: dict[str, Any] | None) -> str:
+    """The sparse task from create to completion as billed, `second` beside `minute` precision."""
+    if not billed:
+        return ""
+    modes = [m for m in ("second", "minute") if m in billed]
+    rows = [{"per task": column, **{m: billed[m].get(column) for m in modes}} for column in SPARSE_COLUMNS]
+    parts = [
+        {"precision": m, "part": part, **figures}
+        for m in modes
+        for part, figures in billed[m].get("by_part", {}).items()
+    ]
+    tasks = billed[modes[0]]["tasks"]
+    return (
+        f"\n**A sparse task as AWS bills it** (bench/sparse.py): {_n(tasks)} one-shot tasks, each alone "
+        "in the queue, created 10 minutes ahead and followed to its completion: the editor's create "
+        "and its rule arming; the keeper on the table's stream records (moto's streams API, the "
+        "deployed trigger's filters; a batch after the create, one when a worker goes to sleep, one "
+        "when an invocation ends); the rule firing at the start of its armed minute (in `second` mode "
+        "70-130 s ahead of the task, in `minute` mode the task's own minute); every worker invocation "
+        "that firing or an invoke starts, its wait (simulated time) and its run. Per task, "
+        "averaged; `gb_s`: the invocations' simulated lifetime x the deployed worker memory; the "
+        "keeper's duration is modelled from its requests' round trips (latency model) and priced "
+        "in `usd_per_million_lambda` with its invocations. Tasks fall evenly over the seconds of a "
+        "minute, so the wait averages over where a task falls.\n\n"
+        + _table(rows, ["per task", *modes])
+        + "\nBy who spent it (per task):\n\n"
+        + _table(parts, ["precision", "part", "rru", "wru", "putrule", "requests"])
+    )
+
+
+def _payload_sweep(rows: list[dict[str, Any]] | None) -> str:
+    if not rows:
+        return ""
+    return (
+        f"\n**Payload size** (dense, {_n(rows[0]['tasks'])} tasks per worker run; the payload one string "
+        "field of that many characters): units per task by what they pay for. The worker runs with a "
+        "pool of one and its occurrence hook's steps split its requests: `claim` is the queue entry's "
+        "conditional UpdateItem; `completion` is the task's GetItem to run it, the run record's "
+        "PutItem, the task's outcome PutItem and the entry's DeleteItem; `other` is the rest of the "
+        "run (the pass's Queries, the lateness histogram, the re-arm), shared by the run's tasks.\n\n"
+        + _table(
+            rows,
+            [
+                "payload_bytes",
+                "wru_create",
+                "rru_create",
+                "wru_claim",
+                "rru_claim",
+                "wru_completion",
+                "rru_completion",
+                "wru_other",
+                "rru_other",
+            ],
+        )
+    )
+
+
+def _cpu_section(results: dict[str, Any]) -> str:
+    detail = results["detail"].get("cpu")
+    if not detail:
+        return ""
+    rows = detail["rows"]
+    ops = sorted({op for row in rows for op in row["requests_per_fire"]})
+    by_op = [
+        {
+            "operation": op,
+            **{
+                f"{key} (pool {row['pool_size']})": row[key].get(op)
+                for row in rows
+                for key in ("requests_per_fire", "ms_per_request", "request_cpu_ms_per_fire_by_op")
+            },
+        }
+        for op in ops
+    ]
+    floors = ", ".join(
+        f"pool {row['pool_size']} run: raw botocore GetItem "
+        f"{_n(row['floor']['raw_botocore_get_item_ms'], ' ms')}, the store's get_task "
+        f"{_n(row['floor']['store_get_task_ms'], ' ms')}"
+        for row in rows
+    )
+    return (
+        _section_head(results, "cpu", "Worker CPU per fire, by request type")
+        + f"{_n(detail['tasks'])} one-shot `log` tasks due now, drained by one worker handler invocation "
+        "in this process (max_invocations 1) against the stand-in without latency in its own process. "
+        "Process CPU per fire; a request's CPU is its thread's CPU from botocore's first event of the "
+        "call (`provide-client-params`, so validation and serialisation count) to `after-call`; the "
+        "remainder is everything else (PynamoDB's models, the record mapping, the loop, logging, "
+        "metrics, threads). Worker CPU per fire (deployed pool): "
+        f"**{_n(detail['worker_cpu_ms_per_fire'])} ms**.\n\n"
+        + _table(
+            rows,
+            [
+                "pool_size",
+                "tasks",
+                "worker_cpu_ms_per_fire",
+                "request_cpu_ms_per_fire",
+                "remainder_cpu_ms_per_fire",
+            ],
+        )
+        + "\nBy operation:\n\n"
+        + _table(by_op, list(by_op[0]) if by_op else ["operation"])
+        + "\nThe client's floor, single-threaded, CPU per call (median of alternated calls on one item): "
+        f"{floors}.\n"
     )
 
 
@@ -715,7 +877,8 @@ def _burst_section(results: dict[str, Any]) -> str:
     ]
     raw = detail.get("raw")
     raw_text = (
-        f"\nWithout the latency model ({raw.get('backend', 'raw emulator')}): sequential "
+        f"\nWithout the latency model ({raw.get('backend', 'raw emulator')}, "
+        f"{_n(raw.get('tasks', b['tasks']))} tasks): sequential "
         f"{_n(raw.get('sequential_s'), ' s')}, pooled {_n(raw.get('pooled_s'), ' s')}, speed-up "
         f"{_n(raw.get('speedup'), 'x')}.\n"
         if raw
@@ -930,6 +1093,7 @@ SECTIONS: tuple[Callable[[dict[str, Any]], str], ...] = (
     _local_load_section,
     _startup_section,
     _keeper_section,
+    _cpu_section,
     _cold_start_section,
 )
 
@@ -964,9 +1128,11 @@ def not_measured(results: dict[str, Any]) -> list[str]:
     out += [
         "Anything on real AWS: every figure runs against an emulator (see each figure's backend); "
         "network latency enters only through the latency model where a figure says so.",
-        "Cost beyond DynamoDB, the worker Lambda and EventBridge: the keeper Lambda fed by the table's "
-        "stream, API Gateway and the API Lambda for creates over HTTP, storage and backups; the worker "
-        "Lambda's duration is a model (~70 s per wake-up in `second` mode), not a measured bill.",
+        "Cost beyond DynamoDB, the worker Lambda and EventBridge: the keeper Lambda (counted only in the "
+        "sparse rows as billed), DynamoDB Streams (free to a Lambda trigger), API Gateway and the API "
+        "Lambda for creates over HTTP, storage and backups; the worker "
+        "Lambda's duration in the all-in figure is a model (~70 s per wake-up in `second` mode); the sparse "
+        "rows as billed measure it in simulated time (the rule firing at the start of its minute).",
     ]
     return out
 

@@ -1,6 +1,6 @@
 """Run the benchmarks side by side with their baselines; write results.json, REPORT.md and plots/.
 
-make bench                      # everything, into bench/ (about 49 minutes on 2 cores)
+make bench                      # everything, into bench/ (about 32 minutes on 2 cores, estimated)
 make bench-quick                # python -m bench.run --quick: small sizes, into bench/quick/
 python -m bench.run --only burst,lifecycle   # these sections; the others keep their latest figures
 python -m bench.run --quick --out /tmp/b     # anywhere else (the e2e test writes to a temp dir)
@@ -25,6 +25,7 @@ from bench import (
     backlog,
     burst,
     cold_start,
+    cpu,
     fanout,
     keeper,
     latency,
@@ -33,6 +34,7 @@ from bench import (
     listing,
     localload,
     report,
+    sparse,
     startup,
 )
 
@@ -41,7 +43,8 @@ QUICK_OUT = BENCH / "quick"
 # In the order they run; each one's figures are results.json's detail.<section>.
 RUNNERS: dict[str, Callable[[bool], Any]] = {
     "backlog": lambda quick: backlog.run((1_000, 10_000) if quick else (1_000, 10_000, 100_000, 1_000_000)),
-    "lifecycle": lifecycle.run,
+    # The sparse rows as AWS bills them live in bench/sparse.py (it prices with lifecycle's figures).
+    "lifecycle": lambda quick: lifecycle.run(quick) | {"sparse_billed": sparse.run(quick)},
     "burst": burst.run,
     "fanout": fanout.run,
     "lateness": lateness.run,
@@ -49,6 +52,7 @@ RUNNERS: dict[str, Callable[[bool], Any]] = {
     "local_load": localload.run,
     "startup": startup.run,
     "keeper": keeper.run,
+    "cpu": cpu.run,
     "cold_start": lambda quick: cold_start.run(),
 }
 SECTIONS = tuple(RUNNERS)

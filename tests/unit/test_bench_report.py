@@ -20,6 +20,7 @@ ISSUE_KEYS = {
         "wru_per_task",
         "rru_per_task",
         "rru_per_task_sparse",
+        "wru_per_task_sparse",
         "putrule_per_task",
         "usd_per_million_on_demand",
         "usd_per_million_provisioned",
