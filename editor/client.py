@@ -48,14 +48,16 @@ from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings
 from nexttick.constants import MAX_LATENESS_MINUTES
 from nexttick.errors import ConflictError, TaskNotFoundError, ValidationError
+from nexttick.rulesync import RuleSync
 from nexttick.runtime import Runtime
 from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
 from nexttick.store import Pointer, QueueEntry, TaskExistsError, TaskRecord, TaskStatus
-from nexttick.store.keys import split_queue_sort_key
+from nexttick.store.keys import shard_of, split_queue_sort_key
 from nexttick.store.records import (
     RUNNABLE_NOW,
     SCHEDULED,
     Occurrence,
+    RuleState,
     discardable,
     occurrence_of,
     recurrence_of,
@@ -65,6 +67,22 @@ if TYPE_CHECKING:
     import boto3
 
 _MAX_CAS_RETRIES = 20
+
+
+class _HeadCover:
+    """The store's hook between a new entry's write and the task write: lowers the entry's shard
+    head there (`RuleSync.cover_shard`), so that a client that dies after its task write has still
+    marked the shard for the next worker, and keeps the record as it was then for the rule sync."""
+
+    def __init__(self, rule_sync: RuleSync | None) -> None:
+        self.rule_sync = rule_sync  # None: the entry is parked (no worker reads it)
+        self.entry: QueueEntry | None = None
+        self.state: RuleState | None = None
+
+    def __call__(self, entry: QueueEntry) -> None:
+        self.entry = entry
+        if self.rule_sync is not None:
+            self.state = self.rule_sync.cover_shard(entry.shard, entry.run_at)
 
 
 class Editor:
@@ -155,15 +173,16 @@ class Editor:
             existing = self.store.get_task(spec.id)
             if existing is not None:
                 return self._existing_for_repeat(existing, record)
+        cover = _HeadCover(self.runtime.rule_sync)
         try:
-            self.store.create_task(record)
+            self.store.create_task(record, after_entry=cover)
         except TaskExistsError:
             existing = self.store.get_task(record.id)
             if existing is None:  # pragma: no cover - it existed a moment ago; TTL cannot be this fast
                 raise ConflictError("id: task id is being reused concurrently", field="id") from None
             return self._existing_for_repeat(existing, record)
-        assert record.queue_key is not None
-        self.runtime.rule_sync.on_task_due(split_queue_sort_key(record.queue_key)[0])  # jitter included
+        assert cover.entry is not None
+        self._cover(record.id, cover.entry.run_at, cover.state)  # jitter included
         return CreateResult(self._view(record), created=True)
 
     def preview(self, spec: TaskSpec, *, count: int = 5) -> Preview:
@@ -179,10 +198,15 @@ class Editor:
         self._resync(existing)
         return CreateResult(self._view(existing), created=False)
 
+    def _cover(self, task_id: str, run_at: datetime, covered: RuleState | None = None) -> None:
+        """After a committed entry write: the rule covers `run_at` (and its shard's head, unless
+        `covered` says it was lowered before the write)."""
+        self.runtime.rule_sync.on_task_due(run_at, shard_of(task_id, self.store.shards), covered)
+
     def _resync(self, record: TaskRecord) -> None:
         """Run the rule sync for a pending task's next run again (one read when already covered)."""
         if record.status == TaskStatus.PENDING and record.queue_key is not None:
-            self.runtime.rule_sync.on_task_due(split_queue_sort_key(record.queue_key)[0])
+            self._cover(record.id, split_queue_sort_key(record.queue_key)[0])
 
     # ------------------------------------------------------------------ read
     def get(self, task_id: str) -> Task:
@@ -339,10 +363,13 @@ class Editor:
             else:
                 leaving = self.store.entry_of(current)
                 run = occurrence_of(updated, due)
-                committed = self.store.swap_occurrence(current, updated, run, leaving=leaving, parked=parked)
+                cover = _HeadCover(None if parked else self.runtime.rule_sync)
+                committed = self.store.swap_occurrence(
+                    current, updated, run, leaving=leaving, parked=parked, after_entry=cover
+                )
             if committed:
                 if due is not None and not parked:
-                    self.runtime.rule_sync.on_task_due(run.run_at)
+                    self._cover(updated.id, run.run_at, cover.state)
                 return self._view(updated)
         raise ConflictError("id: task is changing too often; retry", field="id")
 
@@ -466,11 +493,12 @@ class Editor:
                 raise version_mismatch(current, expected_version)
             updated, run, parked = change(current, self.clock.now())
             leaving = self.store.entry_of(current) if pointer is Pointer.SCHEDULE else None
+            cover = _HeadCover(None if parked else self.runtime.rule_sync)
             if self.store.swap_occurrence(
-                current, updated, run, leaving=leaving, parked=parked, pointer=pointer
+                current, updated, run, leaving=leaving, parked=parked, pointer=pointer, after_entry=cover
             ):
                 if run is not None and not parked:
-                    self.runtime.rule_sync.on_task_due(run.run_at)
+                    self._cover(updated.id, run.run_at, cover.state)
                 return self._view(updated)
         raise ConflictError("id: task is changing too often; retry", field="id")
 

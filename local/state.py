@@ -19,8 +19,9 @@ server: nothing restored is journaled again, and 10,000 tasks take well under a 
 TTL has passed are dropped, as DynamoDB would have done. What the stopped process's invocations
 held is dropped too, since none of them is still running (the state directory's lock keeps a second
 stack off it): the rule record's waiter claim, which would keep the next start's worker from
-waiting, and the claim leases of queue entries, whose occurrences would otherwise wait out the rest
-of their lease (up to a minute) before running again. An occurrence whose delivery was cut off runs
+waiting, its shard heads, which may stand at the end of a dropped lease (the first worker reads
+every shard and records them again), and the claim leases of queue entries, whose occurrences
+would otherwise wait out the rest of their lease (up to a minute) before running again. An occurrence whose delivery was cut off runs
 again at once, under the same idempotency key, exactly as after its lease.
 """
 
@@ -55,9 +56,10 @@ logger = logging.getLogger("local-stack")
 STATE_FORMAT = 1
 STATE_FILE = "state.json"
 _TEMP_PREFIX = ".state-"
-# The rule record's attributes naming the invocation sleeping for the head, and a queue entry's
-# claim lease (nexttick.store.models).
-WAITER_ATTRIBUTES = ("waiter_at", "waiter_until", "waiter_owner")
+# The rule record's attributes naming the invocation sleeping for the head and its shard heads
+# (which may stand at the end of a lease the restart drops: without them, the first worker reads
+# every shard), and a queue entry's claim lease (nexttick.store.models).
+DROPPED_RULE_ATTRIBUTES = ("waiter_at", "waiter_until", "waiter_owner", "heads")
 LEASE_ATTRIBUTES = ("lease_until", "lease_owner")
 # Compaction bounds what a start replays (~10 µs an entry) and the journal's size on disk.
 COMPACT_ENTRIES = 20_000
@@ -158,7 +160,7 @@ def _key(item: dict[str, Any], key_names: tuple[str, str]) -> Key:
 def _without_claims(item: dict[str, Any]) -> dict[str, Any]:
     """The item without what an invocation of the stopped process held in it."""
     if (item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]) == (RULE_STATE_PK, RULE_STATE_SK):
-        return {k: v for k, v in item.items() if k not in WAITER_ATTRIBUTES}
+        return {k: v for k, v in item.items() if k not in DROPPED_RULE_ATTRIBUTES}
     if item[PARTITION_KEY]["S"].startswith(QUEUE_PK_PREFIX):
         return {k: v for k, v in item.items() if k not in LEASE_ATTRIBUTES}
     return item

@@ -5,12 +5,13 @@ An editor commits a task, then arms the rule or invokes the worker. A client tha
 task that nothing would run. The table's stream is the outbox of those commits: for each batch of
 stream records the keeper does what the client may not have done —
 
-* a task whose new image is pending with a due time it did not have before (created, rescheduled,
-  or moved on by the worker) -> `RuleSync.on_task_due` for the batch's earliest due time too close
-  to arm and its earliest armable one. Either call covers every later task of the batch: a lower
-  that finds (or makes) the record armed at or before a minute covers all later minutes (the
-  store/load argument of docs/architecture.md), and an invoked or already waiting worker reads the
-  queue head after these commits and re-arms for it;
+* a task whose new image is pending with a queue entry it did not have before (created,
+  rescheduled, moved on or queued for a retry by the worker) -> `RuleSync.cover_shard` for the
+  earliest such entry of each queue shard, then `RuleSync.on_task_due` for the batch's earliest entry
+  time too close to arm and its earliest armable one. Either call covers every later task of the
+  batch: a lower that finds (or makes) the record armed at or before a minute covers all later
+  minutes (the store/load argument of docs/architecture.md), and an invoked or already waiting
+  worker reads the shard heads after these lowerings and re-arms for them;
 * a rule-record change of armed minute or version -> `RuleSync.confirm`: the rule is made to match
   the record (a client that died between its CAS and its PutRule).
 
@@ -27,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from nexttick.rulesync import Outcome, RuleSync
+from nexttick.store.keys import shard_of
 from nexttick.store.records import RUNNABLE_NOW, TaskStatus
 from nexttick.store.streams import ItemKind, item_kind, rule_image, task_image
 
@@ -51,24 +53,25 @@ class KeeperReport:
         }
 
 
-def scheduled_due(record: Mapping[str, Any]) -> datetime | None:
-    """The due time a task stream record newly schedules, or None (not a task, not pending, due
-    unchanged, a removal): its schedule's next occurrence, or a "run now" occurrence just asked for
-    (pending, paused, or a failed task's retry), whichever is earlier."""
+def scheduled_due(record: Mapping[str, Any]) -> tuple[str, datetime] | None:
+    """The task and the entry time a task stream record newly schedules, or None (not a task, not
+    pending, entries unchanged, a removal): its schedule's entry (next occurrence or retry), or a
+    "run now" occurrence just asked for (pending, paused, or a failed task's retry), whichever is
+    earlier."""
     change = record.get("dynamodb", {})
     if record.get("eventName") not in _CHANGES or item_kind(change.get("Keys", {})) is not ItemKind.TASK:
         return None
     new = task_image(change["NewImage"])
     old = task_image(change["OldImage"]) if "OldImage" in change else None
     wanted: list[datetime] = []
-    # A payload or policy update leaves the due time as it was: it was covered when it was set.
-    new_due = old is None or old.status != TaskStatus.PENDING or old.due != new.due
-    if new.status == TaskStatus.PENDING and new.due is not None and new_due:
-        wanted.append(new.due)
+    # A payload or policy update leaves the entry as it was: it was covered when it was written.
+    new_entry = old is None or old.status != TaskStatus.PENDING or old.entry_at != new.entry_at
+    if new.status == TaskStatus.PENDING and new.entry_at is not None and new_entry:
+        wanted.append(new.entry_at)
     new_run_now = old is None or old.run_now_at != new.run_now_at
     if new.run_now_at is not None and new.status in RUNNABLE_NOW and new_run_now:
         wanted.append(new.run_now_at)
-    return min(wanted) if wanted else None
+    return (new.task_id, min(wanted)) if wanted else None
 
 
 def moves_rule(record: Mapping[str, Any]) -> bool:
@@ -89,19 +92,24 @@ class Keeper:
 
     def handle(self, records: Iterable[Mapping[str, Any]]) -> KeeperReport:
         report = KeeperReport()
-        dues: set[datetime] = set()
+        earliest: dict[int, datetime] = {}  # by queue shard
         for record in records:
             report.records += 1
-            due = scheduled_due(record)
-            if due is not None:
-                dues.add(due)
+            scheduled = scheduled_due(record)
+            if scheduled is not None:
+                task_id, due = scheduled
+                shard = shard_of(task_id, self.rule_sync.store.shards)
+                earliest[shard] = min(due, earliest.get(shard, due))
                 report.scheduled += 1
             elif moves_rule(record):
                 report.rule_moves += 1
         if report.rule_moves:
             report.outcomes.append(self.rule_sync.confirm())
-        for due in self._representatives(dues):
-            report.outcomes.append(self.rule_sync.on_task_due(due))
+        for shard, due in earliest.items():
+            self.rule_sync.cover_shard(shard, due)
+        shards = {due: shard for shard, due in earliest.items()}
+        for due in self._representatives(set(shards)):
+            report.outcomes.append(self.rule_sync.on_task_due(due, shards[due]))
         return report
 
     def _representatives(self, dues: set[datetime]) -> list[datetime]:

@@ -6,25 +6,32 @@ write first and only then touches the rule, and every PutRule is confirmed by a 
 that the record did not move across it (`publish`): the last caller to PutRule has therefore put
 what the record says, and the record tells whether its value was ever confirmed (`published`).
 
-* `on_task_due` (editor, after the task write committed): read the record; if it is already armed
-  at or before our minute nothing is written — unless that value was never confirmed, when its
-  writer may have died before its PutRule: then we publish it. Otherwise lower it (CAS), publish.
-* `rearm` (worker, after a run): read the record and the queue head, CAS the record to the head's
-  minute, publish, then read the head **again** and lower for anything that appeared meanwhile.
-  A target that stopped being armable while publishing is decided again, never trusted.
+* `on_task_due` (editor, after the task write committed): read the record and lower the head of the
+  entry's queue shard if it is later (the record as written is what the rest decides on); if the
+  record is already armed at or before our minute nothing else is written — unless that value was
+  never confirmed, when its writer may have died before its PutRule: then we publish it. Otherwise
+  lower it (CAS), publish.
+* `rearm` (worker, after a run): read the record; read the shards whose recorded head is due (or
+  unknown, or written by this invocation), raise their heads to what was read (conditioned on the
+  values read) and read those shards **again**; CAS the armed minute to the earliest head, publish,
+  then read the record **again** and lower for any head an editor lowered meanwhile. A target that
+  stopped being armable while publishing is decided again, never trusted.
 * A head too close to arm is waited for in-process by one worker (`claim_wait`). The record names
   it and, until the first worker that runs after its wake time releases the claim, stays armed as
   its backstop: if the sleeper dies, the rule still starts a worker about a minute later.
 
 The editor writes the task then reads the record; the worker writes the record then reads the
-tasks. With strongly consistent reads at least one of them sees the other's write, so no wake-up
-is lost (docs/architecture.md has the full argument). A minute too close to arm is not armed:
-the worker is invoked directly instead, unless a sleeping waiter's claim covers the task.
+shards (or the record); with strongly consistent reads at least one of them sees the other's write,
+so no wake-up is lost (docs/architecture.md has the full argument). Shards whose recorded head is
+in the future are never read: a sparse queue's wake reads one shard, not all of them. A minute too
+close to arm is not armed: the worker is invoked directly instead, unless a sleeping waiter's claim
+covers the task.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -48,7 +55,16 @@ class RuleStateStore(Protocol):
 
     def claim_repair(self, version: int) -> bool: ...
 
-    def head(self) -> datetime | None: ...
+    @property
+    def shards(self) -> int: ...
+
+    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]: ...
+
+    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]: ...
+
+    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None: ...
+
+    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool: ...
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
 
@@ -121,21 +137,35 @@ class RuleSync:
         self.stale_after = stale_after
 
     # ------------------------------------------------------------------ editor side
-    def on_task_due(self, due: datetime) -> Outcome:
-        """Called after a task whose next run is `due` has been committed (create, reschedule)."""
+    def on_task_due(self, due: datetime, shard: int, covered: RuleState | None = None) -> Outcome:
+        """Called after an entry due at `due` in queue shard `shard` has been committed (create,
+        reschedule, resume, run now). `covered`: what `cover_shard` returned, when the caller lowered
+        the head before its task write (then a client that dies right after the write still leaves
+        the head lowered: the next worker that wakes for anything reads the shard)."""
+        state = covered or self.cover_shard(shard, due)
         minute = self.timing.fire_minute(due)
         if not self.timing.armable(minute, self.clock.now()):
-            return self._hand_to_worker(due)
-        return self.lower(minute)
+            return self._hand_to_worker(due, state)
+        return self.lower(minute, state)
 
-    def _hand_to_worker(self, due: datetime) -> Outcome:
+    def cover_shard(self, shard: int, due: datetime) -> RuleState:
+        """Make the record's head of `shard` no later than `due` (an entry due then is written, or
+        about to be). Returns the record as read after any lowering (or as the lowering wrote it):
+        decisions about the rule are made on it, so that a worker that raised the head before our
+        lowering reads the record again after it."""
+        state = self.store.read_rule_state()
+        while state.knows_head(shard) and _later(state.head_of(shard), due):
+            written = self.store.lower_shard_head(shard, due)
+            state = written if written is not None else self.store.read_rule_state()
+        return state
+
+    def _hand_to_worker(self, due: datetime, state: RuleState) -> Outcome:
         """A due time too close to arm goes to a worker directly, unless a waiter's claim covers it.
         The waiter releases its claim when it wakes, before it reads the queue head, and we read the
         claim after our task write: so that head read finds our task. If the waiter died instead,
         the rule is armed as its backstop, and the worker that firing starts releases the claim the
         same way. Only instants are compared (the claim's and our due time), never our clock with
         the waiter's. One waiter, not a herd."""
-        state = self.store.read_rule_state()
         if self._waiter_covers(state, due):
             return Outcome.COVERED
         self._wake("due too soon to arm")
@@ -150,10 +180,11 @@ class RuleSync:
             and state.waiter_at <= due <= state.waiter_until
         )
 
-    def lower(self, minute: datetime) -> Outcome:
-        """Make sure the rule fires at or before `minute` (a future, armable minute)."""
+    def lower(self, minute: datetime, read: RuleState | None = None) -> Outcome:
+        """Make sure the rule fires at or before `minute` (a future, armable minute); `read`: the
+        record as the caller last read it."""
         while True:
-            state = self.store.read_rule_state()
+            state, read = read or self.store.read_rule_state(), None
             if state.armed_minute is not None and state.armed_minute <= minute:
                 if not state.published:
                     return self._repair(state.version, state.armed_minute)
@@ -183,10 +214,18 @@ class RuleSync:
         return Outcome.COVERED
 
     # ------------------------------------------------------------------ worker side
-    def rearm(self) -> RearmResult:
+    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> set[int]:
+        """Those of `among` (default: all shards) whose recorded head is due by `until` or not
+        known: the only ones that can hold an entry claimable by then (a pass reads these, and no
+        other)."""
+        shards = range(self.store.shards) if among is None else among
+        heads = self.store.recorded_heads(shards)
+        return {s for s in shards if s not in heads or ((h := heads[s]) is not None and h <= until)}
+
+    def rearm(self, touched: Collection[int] = ()) -> RearmResult:
         """Point the rule at the queue head after a worker run (raise or lower, or the epoch). A head
         too close to arm is returned as DUE_SOON for the caller to keep, with the rule armed as the
-        backstop of whoever sleeps for it."""
+        backstop of whoever sleeps for it. `touched`: the shards this invocation wrote entries to."""
         while True:
             state = self.store.read_rule_state()
             if state.waiter_owner is not None and state.waiter_at is not None and self._woke(state.waiter_at):
@@ -195,7 +234,8 @@ class RuleSync:
                 # before the head read, so that read sees every task they committed meanwhile.
                 self.store.release_waiter(state.waiter_owner, state.waiter_at)
                 continue
-            head = self.store.head()
+            state, heads = self._refresh_heads(state, touched)
+            head = min((h for h in heads.values() if h is not None), default=None)
             now = self.clock.now()
             due_soon = head is not None and not self.timing.armable(self.timing.fire_minute(head), now)
             target, backstop = self._target(state, head, due_soon, now)
@@ -217,18 +257,65 @@ class RuleSync:
                 return RearmResult(Outcome.DUE_SOON, head, target)
             return self._recheck_head(head, target)
 
+    def _refresh_heads(
+        self, state: RuleState, touched: Collection[int]
+    ) -> tuple[RuleState, dict[int, datetime | None]]:
+        """Every shard's head: as recorded where that is later than now (nothing there can be due
+        yet), else read from the shard — where the recorded head is due, unknown, or the shard was
+        written by this invocation. The record's heads are raised to what was read (each only if
+        still the value `state` holds: a lowering since means read again), then the raised shards
+        are read **again**: an entry written before its writer read the old, lower head was not
+        lowered for by that writer, and this second read finds it (then we lower for it)."""
+        while True:
+            now = self.clock.now()
+            stale = [
+                s
+                for s in range(self.store.shards)
+                if s in touched or not state.knows_head(s) or _due(state, s, now)
+            ]
+            read = dict(self.store.shard_heads(stale)) if stale else {}
+            raised = {s: h for s, h in read.items() if not state.knows_head(s) or _later(h, state.head_of(s))}
+            if raised and not self.store.raise_shard_heads(state, raised):
+                state = self.store.read_rule_state()
+                continue
+            again = self._reread(raised) if raised else {}
+            for shard, head in read.items():
+                latest = again.get(shard, head)
+                recorded = raised.get(shard, state.head_of(shard) if state.knows_head(shard) else None)
+                if latest is not None and _later(recorded, latest):
+                    # An entry its writer has not lowered for yet (or one we raised past): lower.
+                    self.store.lower_shard_head(shard, latest)
+                read[shard] = latest
+            recorded_heads = {
+                s: state.head_of(s) for s in range(self.store.shards) if s not in read and state.knows_head(s)
+            }
+            return state, recorded_heads | read
+
+    def _reread(self, raised: dict[int, datetime | None]) -> dict[int, datetime | None]:
+        """The second read of the shards whose heads were just raised."""
+        return self.store.shard_heads(list(raised))
+
     def _landed_in_time(self, target: datetime | None) -> bool:
         """Our PutRule for `target` returned while the minute was still armable. A slower one may
         have landed after the minute began, and EventBridge never fires a minute that has passed."""
         return target is None or self.timing.armable(target, self.clock.now())
 
     def _recheck_head(self, head: datetime | None, target: datetime | None) -> RearmResult:
-        """After moving the record: anything committed before an editor read the old record is
-        visible now (the second head read of the store/load argument); lower for it."""
-        again = self.store.head()
-        if again is not None and (target is None or self.timing.fire_minute(again) < target):
-            outcome = self.on_task_due(again)
-            return RearmResult(outcome, again, self.timing.fire_minute(again))
+        """After moving the record: a head an editor lowered before it read the old record is
+        recorded now (the second read of the store/load argument); lower for it."""
+        state = self.store.read_rule_state()
+        recorded = [
+            (h, s) for s in range(self.store.shards) if state.knows_head(s) and (h := state.head_of(s))
+        ]
+        unknown = [s for s in range(self.store.shards) if not state.knows_head(s)]
+        recorded += (
+            [(h, s) for s, h in self.store.shard_heads(unknown).items() if h is not None] if unknown else []
+        )
+        if recorded:
+            again, shard = min(recorded)
+            if target is None or self.timing.fire_minute(again) < target:
+                outcome = self.on_task_due(again, shard)
+                return RearmResult(outcome, again, self.timing.fire_minute(again))
         return RearmResult(Outcome.ARMED, head, target)
 
     def _woke(self, waiter_at: datetime) -> bool:
@@ -347,3 +434,16 @@ class RuleSync:
             return Outcome.INVOKED
         self.publish()
         return Outcome.ARMED
+
+
+def _later(head: datetime | None, than: datetime | None) -> bool:
+    """Whether shard head `head` is later than `than` (None: an empty shard, later than anything)."""
+    if head is None:
+        return than is not None
+    return than is not None and head > than
+
+
+def _due(state: RuleState, shard: int, by: datetime) -> bool:
+    """The recorded head of a known shard is due by `by`."""
+    head = state.head_of(shard)
+    return head is not None and head <= by

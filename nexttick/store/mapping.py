@@ -4,6 +4,7 @@ needs no code here (tests/unit/test_store_mapping.py holds the two in step)."""
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from dataclasses import MISSING, Field, fields, is_dataclass
@@ -123,4 +124,21 @@ def rule_state(item: RuleStateItem) -> RuleState:
         waiter_at=from_epoch(item.waiter_at) if item.waiter_at else None,
         waiter_until=from_epoch(item.waiter_until) if item.waiter_until else None,
         waiter_owner=item.waiter_owner,
+        heads=None if item.heads is None else shard_heads(item.heads.as_dict()),
     )
+
+
+# An empty shard's head as stored: later than any entry, so that any entry's lowering applies.
+EMPTY_SHARD_MS = 99_999_999_999_999
+
+
+def head_ms(head: datetime | None) -> int:
+    """A shard head as stored: epoch milliseconds rounded down (a lower bound stays one)."""
+    return EMPTY_SHARD_MS if head is None else math.floor(head.timestamp() * 1000)
+
+
+def shard_heads(stored: dict[str, Any]) -> dict[int, datetime | None]:
+    return {
+        int(shard): None if int(ms) >= EMPTY_SHARD_MS else from_epoch(int(ms) / 1000)
+        for shard, ms in stored.items()
+    }

@@ -109,7 +109,8 @@ class RunItem(Model):
 
 
 class RuleStateItem(Model):
-    """pk=RULE, sk=STATE — the minute the single EventBridge rule is armed for (0 = epoch)."""
+    """pk=RULE, sk=STATE — the minute the single EventBridge rule is armed for (0 = epoch), and the
+    head of every queue shard."""
 
     class Meta:
         table_name: str | None = None
@@ -124,6 +125,8 @@ class RuleStateItem(Model):
     waiter_at = NumberAttribute(null=True)  # epoch seconds the waiting worker wakes at
     waiter_until = NumberAttribute(null=True)  # epoch seconds the waiting worker is alive until
     waiter_owner = UnicodeAttribute(null=True)
+    # `<shard>` -> the shard's head in epoch milliseconds (nexttick.store.rule, "shard heads").
+    heads: MapAttribute[str, Any] = MapAttribute(null=True)
 
 
 class LatenessItem(Model):

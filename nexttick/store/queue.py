@@ -231,7 +231,12 @@ class QueueStore(StoreBase):
                 break  # every later entry runs at or after this one
         return best
 
+    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+        """`shard_head` of each of `shards`, read in parallel (None: the shard is empty)."""
+        ordered = sorted(shards)
+        return dict(zip(ordered, self._pool.map(self.shard_head, ordered), strict=True))
+
     def head(self) -> datetime | None:
-        """Earliest claimable time over all shards (strongly consistent, no Scan)."""
-        heads = [h for h in self._pool.map(self.shard_head, range(self.shards)) if h is not None]
-        return min(heads) if heads else None
+        """Earliest claimable time over all shards, read from every shard (strongly consistent, no
+        Scan): what the rule record's shard heads are lower bounds of."""
+        return min((h for h in self.shard_heads(range(self.shards)).values() if h is not None), default=None)

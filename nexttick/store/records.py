@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -212,6 +213,18 @@ class RuleState:
     waiter_at: datetime | None = None
     waiter_until: datetime | None = None
     waiter_owner: str | None = None
+    # Per queue shard, the earliest time any of its entries can be claimed: a lower bound (never
+    # later than a claimable entry), None for a shard known to be empty. A shard missing from the
+    # map is not known and must be read; `heads` None: the record holds no shard heads yet.
+    heads: Mapping[int, datetime | None] | None = None
+
+    def knows_head(self, shard: int) -> bool:
+        return self.heads is not None and shard in self.heads
+
+    def head_of(self, shard: int) -> datetime | None:
+        """The recorded head of a shard it knows (None: empty)."""
+        assert self.heads is not None
+        return self.heads[shard]
 
     @property
     def published(self) -> bool:

@@ -1,8 +1,16 @@
 """The rule record: the minute the single EventBridge rule is armed for (compare-and-set), the
-confirmation of its publication, and the claims on it (repair, the one waiting worker, a kick)."""
+confirmation of its publication, the claims on it (repair, the one waiting worker, a kick), and the
+head of every queue shard.
+
+Shard heads: `heads.<shard>` is the earliest time any entry of the shard can be claimed, or later
+for none — a lower bound. Whoever writes an entry lowers its shard's head (only ever down, so
+concurrent lowerings commute); the worker raises heads to what it read, each conditioned on the
+value it read, and reads the shard again afterwards (nexttick.rulesync). The armed minute's CAS
+does not look at the heads, nor their writes at the version: they are independent."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +19,7 @@ from pynamodb.expressions.condition import Condition
 
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK
 from nexttick.store.base import StoreBase, condition_failed
-from nexttick.store.mapping import rule_state
+from nexttick.store.mapping import head_ms, rule_state
 from nexttick.store.records import RuleState
 from nexttick.timeutil import to_epoch
 
@@ -95,6 +103,48 @@ class RuleStateStore(StoreBase):
         r = self.models.rule
         actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
         return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
+
+    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+        """The record's heads of those of `shards` it knows (one consistent read of its heads)."""
+        try:
+            item = self.models.rule.get(
+                RULE_STATE_PK, RULE_STATE_SK, consistent_read=True, attributes_to_get=["heads"]
+            )
+        except self.models.rule.DoesNotExist:
+            return {}
+        known = rule_state(item).heads or {}
+        return {shard: known[shard] for shard in shards if shard in known}
+
+    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
+        """Lower `shard`'s head to `at` if the record knows it and it is later; returns the record as
+        written (None: nothing written — already at or before `at`, or not known)."""
+        r = self.models.rule
+        item = r(RULE_STATE_PK, RULE_STATE_SK)
+        head = r.heads[str(shard)]
+        try:
+            item.update(actions=[head.set(head_ms(at))], condition=head > head_ms(at))
+        except UpdateError as exc:
+            if condition_failed(exc):
+                return None
+            raise
+        return rule_state(item)
+
+    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool:
+        """Set the given shards' heads, if each is still what `read` says (a lowering since makes it
+        fail: read again). A record without heads gets a map of these shards alone."""
+        r = self.models.rule
+        if read.heads is None:
+            value = {str(shard): head_ms(head) for shard, head in heads.items()}
+            return self._update_rule([r.heads.set(value)], r.heads.does_not_exist())
+        actions: list[Any] = []
+        condition: Condition | None = None
+        for shard, head in heads.items():
+            path = r.heads[str(shard)]
+            actions.append(path.set(head_ms(head)))
+            was = path == head_ms(read.head_of(shard)) if read.knows_head(shard) else path.does_not_exist()
+            condition = was if condition is None else condition & was
+        assert condition is not None, "no shard to raise"
+        return self._update_rule(actions, condition)
 
     def _update_rule(self, actions: list[Any], condition: Condition) -> bool:
         """One conditional UpdateItem of the rule record; False when its condition failed."""

@@ -24,12 +24,13 @@ class ItemKind(StrEnum):
 
 @dataclass(frozen=True)
 class TaskImage:
-    """What the keeper needs from a task item: is it pending, for when, and when its "run now"
-    occurrence (if one waits) runs."""
+    """What the keeper needs from a task item: is it pending, when its schedule's entry runs (its
+    due time plus jitter, or a retry's time), and when its "run now" occurrence (if one waits) runs."""
 
     task_id: str
     status: str
     due: datetime | None
+    entry_at: datetime | None = None
     run_now_at: datetime | None = None
 
 
@@ -50,10 +51,11 @@ def item_kind(keys: Mapping[str, Any]) -> ItemKind:
 
 
 def task_image(image: Mapping[str, Any]) -> TaskImage:
-    """(task id, status, due, run-now time) of a task item's stream image (DynamoDB JSON)."""
+    """(task id, status, due, entry and run-now times) of a task item's stream image (DynamoDB JSON)."""
     item = TaskItem.from_raw_data(dict(image))
+    entry_at = split_queue_sort_key(item.queue_key)[0] if item.queue_key and not item.queue_parked else None
     run_now_at = split_queue_sort_key(item.extra_key)[0] if item.extra_key else None
-    return TaskImage(task_id=item.task_id, status=item.status, due=item.due, run_now_at=run_now_at)
+    return TaskImage(item.task_id, item.status, item.due, entry_at=entry_at, run_now_at=run_now_at)
 
 
 def rule_image(image: Mapping[str, Any]) -> RuleImage:

@@ -22,11 +22,18 @@ from nexttick.store.mapping import queue_item, task_item, task_record
 from nexttick.store.models import QueueItem, TaskItem
 from nexttick.store.queue import QueueStore
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus, occurrence_of
+from nexttick.store.rule import RuleStateStore
 
 Step = Callable[[str], None]
+# Called with a new entry right after it is written, before the task write that points at it.
+EntryHook = Callable[[QueueEntry], None]
 
 
 def _no_step(_: str) -> None:
+    return None
+
+
+def _no_entry_hook(_: QueueEntry) -> None:
     return None
 
 
@@ -41,7 +48,7 @@ class TaskExistsError(Exception):
     """A task item with this id already exists (raised by `create_task`)."""
 
 
-class TaskWrites(QueueStore):
+class TaskWrites(QueueStore, RuleStateStore):
     """The tasks of TaskStore, and the write protocol that moves them between queue entries."""
 
     def get_task(self, task_id: str) -> TaskRecord | None:
@@ -58,7 +65,7 @@ class TaskWrites(QueueStore):
         found = (task_record(item) for item in self.models.task.batch_get(wanted, consistent_read=True))
         return {record.id: record for record in found}
 
-    def create_task(self, record: TaskRecord) -> None:
+    def create_task(self, record: TaskRecord, *, after_entry: EntryHook = _no_entry_hook) -> None:
         """Write a new pending task with its first queue entry (at `record.due`, plus its jitter) and
         point it there.
 
@@ -67,6 +74,7 @@ class TaskWrites(QueueStore):
         other failure leaves the entry alone (the task write may have committed)."""
         assert record.due is not None, "a pending task needs a due time"
         entry = self._put_new_entry(record.id, occurrence_of(record, record.due), record.created_at)
+        after_entry(entry)
         record.queue_key, record.queue_token = entry.key, entry.token
         item = task_item(self.models.task, record)
         try:
@@ -89,6 +97,7 @@ class TaskWrites(QueueStore):
         step: Step = _no_step,
         pointer: Pointer = Pointer.SCHEDULE,
         parked: bool = False,
+        after_entry: EntryHook = _no_entry_hook,
     ) -> bool:
         """Write `updated` over `current` (compare-and-set on `current.version`) and move one of the
         task's pointers (`pointer`: its schedule's, or its "run now" one) from the entry it is
@@ -96,7 +105,8 @@ class TaskWrites(QueueStore):
 
         1. with `run`: put a new entry under a fresh key (in the parked partitions with `parked`),
            only if that key is free, and point `updated` at it (the entry is stamped with
-           `updated.updated_at`);
+           `updated.updated_at`); `after_entry` is called with it (an editor lowers its shard's
+           head there);
         2. put the task (CAS). Lost: delete the new entry and return False (re-read, re-decide);
         3. delete `leaving`, by token: the task no longer points at it.
         A crash between steps leaves an entry no task points at, never a task without its entry.
@@ -104,6 +114,7 @@ class TaskWrites(QueueStore):
         new: QueueEntry | None = None
         if run is not None:
             new = self._put_new_entry(updated.id, run, updated.updated_at, parked=parked)
+            after_entry(new)
             if pointer is Pointer.EXTRA:
                 updated.extra_key, updated.extra_token = new.key, new.token
             else:
@@ -155,11 +166,18 @@ class TaskWrites(QueueStore):
     def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
         """Write many new pending tasks, each with a fresh queue entry at its `due`, with
         BatchWriteItem, unconditionally (loading a backlog for benchmarks and tests; never where an
-        id could already exist). Sets each record's queue pointer."""
+        id could already exist), then lower each shard's recorded head to its earliest new entry.
+        Sets each record's queue pointer."""
+        earliest: dict[int, datetime] = {}
         with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
             for entry, task in self.new_items(records, created_at):
                 entries.save(entry)
                 tasks.save(task)
+                run_at = keys.split_queue_sort_key(entry.sk)[0]
+                shard = keys.shard_of(task.task_id, self.shards)
+                earliest[shard] = min(run_at, earliest.get(shard, run_at))
+        for shard, run_at in earliest.items():
+            self.lower_shard_head(shard, run_at)
 
     def new_items(
         self, records: Iterable[TaskRecord], created_at: datetime

@@ -1,11 +1,12 @@
 """The worker's invocation loop: passes over what is due, re-arm, wait for the head, hand over.
 
 One invocation:
-1. a *pass* reads the entries due by now + CLAIM_AHEAD_SECONDS from every shard it works (lazy,
-   bounded pages merged in due order), skips live leases, and submits at most `pool_size`
-   occurrences at a time to its pool, where each is claimed, run and completed
-   (nexttick.worker.occurrence);
-2. passes repeat while they find work; then `rule_sync.rearm()` points the rule at the head;
+1. a *pass* reads the entries due by now + CLAIM_AHEAD_SECONDS from the shards it works whose
+   recorded head is due (the rule record's shard heads; lazy, bounded pages merged in due order),
+   skips live leases, and submits at most `pool_size` occurrences at a time to its pool, where each
+   is claimed, run and completed (nexttick.worker.occurrence);
+2. passes repeat while they find work; then `rule_sync.rearm()` brings the shard heads of the
+   shards it worked up to date and points the rule at the earliest;
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
    to the exact instant) when the remaining time allows, by the one invocation that claims the wait
    (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
@@ -92,6 +93,7 @@ class Worker:
         # A pass claims what is due this much ahead; a waiting worker wakes this much before its head.
         self.prepare = timedelta(seconds=constants.CLAIM_AHEAD_SECONDS)
         self.report = RunReport()
+        self.touched: set[int] = set()  # shards this invocation took entries of (and so wrote to)
         self.leases = LeaseKeeper(self.store, self.clock, owner, self.lease)
         self.sharing = self.sharing_class(runtime, owner, shards=shards, leader=leader)
         self.runner = OccurrenceRunner(
@@ -113,7 +115,7 @@ class Worker:
                     self.sharing.leave_group()
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
-                rearm = self.runtime.rule_sync.rearm()
+                rearm = self.runtime.rule_sync.rearm(self.touched)
                 if rearm.outcome is not Outcome.DUE_SOON:
                     return self._finish(rearm.outcome.value)
                 assert rearm.head is not None
@@ -148,9 +150,12 @@ class Worker:
         now = self.clock.now()
         in_flight: set[Future[Done]] = set()
         submitted = 0
+        due = self.runtime.rule_sync.due_shards(now + self.prepare, self.sharing.group)
+        if not due:
+            return False
         with self.leases.renewing():
             for entry in self.store.merged_entries(
-                up_to=now + self.prepare, page_size=self.settings.page_size, shards=self.sharing.group
+                up_to=now + self.prepare, page_size=self.settings.page_size, shards=due
             ):
                 if not self.sharing.takes(entry, now):
                     continue  # leased elsewhere (its lease end is part of the head), or not ours now
@@ -165,6 +170,7 @@ class Worker:
                 if self.remaining() < self.margin or drain.stopping():
                     self.sharing.release_probe(entry.shard)
                     break  # out of time, or the process is stopping: finish what is held
+                self.touched.add(entry.shard)
                 # The invocation's log context (function, request id) follows the occurrence into the pool.
                 in_flight.add(pool.submit(contextvars.copy_context().run, self.runner.process, entry))
                 submitted += 1
@@ -206,7 +212,7 @@ class Worker:
 
     def _hand_off(self, reason: str) -> RunReport:
         """Out of time: re-arm for what is left, or re-invoke when it is due too soon to arm."""
-        rearm = self.runtime.rule_sync.rearm()
+        rearm = self.runtime.rule_sync.rearm(self.touched)
         if rearm.outcome is Outcome.DUE_SOON:
             return self._reinvoke(reason)
         return self._finish(rearm.outcome.value)

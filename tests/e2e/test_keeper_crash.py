@@ -39,21 +39,25 @@ from nexttick.schedules import Timing
 pytestmark = [pytest.mark.xdist_group("keeper-e2e"), pytest.mark.slow]
 
 CLOSE_IN = 20.0  # seconds: too close to arm, the worker is invoked directly
-TASK_WRITE = 3  # the create's third request (after reading the client id and writing the entry)
+# A create reads the client id, writes the entry, reads the rule record and lowers its shard's head
+# when that is later, then writes the task: its fifth request is the task write or the one after it.
+TASK_WRITE = 5
 MAX_CALLS = 10  # a create makes fewer AWS requests than this: the last clients complete
 LATENESS_MAX = 2.0
 
-# A client process: dies right after its N-th AWS request (any of its clients) while creating one
-# task; exits 0 ("completed") when the create needed fewer requests.
+# A client process: dies right after its N-th AWS request (any of its clients), or with `<Op>:<k>`
+# right after its k-th request of that operation, while creating one task; exits 0 ("completed")
+# when the create needed fewer requests.
 CLIENT = """
 import os, sys
 from editor import Editor, TaskSpec
-n, task_id, due_or_delay = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+when, task_id, due_or_delay = sys.argv[1], sys.argv[2], sys.argv[3]
+operation, _, k = when.rpartition(":")
 editor = Editor()
 made = []
 def after_call(*, model, **_):
     made.append(model.name)
-    if len(made) == n:
+    if (made.count(operation) == int(k) and made[-1] == operation) if operation else len(made) == int(k):
         print(" ".join(made), flush=True)
         os._exit(1)
 rt = editor.runtime
@@ -69,7 +73,7 @@ print(" ".join(made), flush=True)
 @dataclass
 class Crash:
     task_id: str
-    calls: int
+    calls: int | str  # the request it died after: its number, or `<Op>:<k>`
     exit_code: int
     requests: list[str]
 
@@ -97,7 +101,7 @@ def _run(env: dict[str, str], code: str, *args: str) -> subprocess.CompletedProc
     )
 
 
-def _crash(env: dict[str, str], n: int, task_id: str, due_or_delay: str) -> Crash:
+def _crash(env: dict[str, str], n: int | str, task_id: str, due_or_delay: str) -> Crash:
     done = _run(env, CLIENT, str(n), task_id, due_or_delay)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     return Crash(task_id, n, done.returncode, done.stdout.split())
@@ -122,8 +126,9 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
         s = Scenario(stack, receiver, _client_env(stack))
         # 1. A client due in 20 s dies right after its task write, and nothing else happens until its
         # task is due: only the keeper can invoke the worker for it.
-        isolated = _crash(s.env, TASK_WRITE, "close-isolated", str(CLOSE_IN))
-        assert isolated.requests == ["GetItem", "PutItem", "PutItem"], isolated
+        isolated = _crash(s.env, "PutItem:2", "close-isolated", str(CLOSE_IN))
+        assert isolated.requests[:3] == ["GetItem", "PutItem", "GetItem"], isolated  # id, entry, record
+        assert isolated.requests[-1] == "PutItem" and isolated.exit_code == 1, isolated  # the task
         s.crashes.append(isolated)
         s.receiver.wait_for("close-isolated", 1, timeout=CLOSE_IN + 10)
         # 2. Every crash point from the task write on of a create due in 20 s, side by side. (One that

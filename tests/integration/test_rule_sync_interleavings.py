@@ -32,11 +32,13 @@ def pending_run_times(store: TaskStore) -> list[datetime]:
 def run_worker_tail(runtime: Runtime) -> None:
     """End of a worker run: re-arm; what is too close to arm runs in-process (here: is consumed)."""
     timing = runtime.rule_sync.timing
-    while runtime.rule_sync.rearm().outcome is Outcome.DUE_SOON:
+    consumed: set[int] = set()  # shards it took entries of (their heads are read again)
+    while runtime.rule_sync.rearm(consumed).outcome is Outcome.DUE_SOON:
         for shard in range(runtime.store.shards):
             for entry in runtime.store.shard_entries(shard):
                 if not timing.armable(timing.fire_minute(entry.run_at), NOW):
                     runtime.store.discard_entry(entry.ref)
+                    consumed.add(shard)
 
 
 def stepped_runtime(base: Runtime, step: Any, sync_cls: type[RuleSync]) -> Runtime:

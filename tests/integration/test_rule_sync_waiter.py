@@ -128,7 +128,7 @@ def test_a_due_soon_task_is_handed_to_a_worker_unless_a_waiter_covers_it(
         if released:
             assert runtime.store.release_waiter("sleeper", wake)
     # When a task due in 40 s (too soon to arm) has been committed
-    outcome = runtime.rule_sync.on_task_due(now + 40 * S)
+    outcome = runtime.rule_sync.on_task_due(now + 40 * S, 0)
     # Then a worker is invoked exactly when no waiter covers it
     assert outcome is expected
     assert len(runtime.trigger.reasons) == (1 if expected is Outcome.INVOKED else 0)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -47,6 +47,23 @@ def shard_of(task_id: str) -> int:
     return sum(map(ord, task_id)) % SHARDS
 
 
+_UNKNOWN = object()
+
+
+def _later(head: datetime | None, than: datetime | None) -> bool:
+    if head is None:
+        return than is not None
+    return than is not None and head > than
+
+
+def _frozen_heads(
+    read: RuleState, heads: Mapping[int, datetime | None]
+) -> tuple[tuple[tuple[int, datetime | None], ...] | None, tuple[tuple[int, datetime | None], ...]]:
+    """A raise's arguments as the model's operations carry them (hashable)."""
+    before = None if read.heads is None else tuple(sorted(read.heads.items()))
+    return before, tuple(sorted(heads.items()))
+
+
 def at(seconds: float) -> datetime:
     """The model instant `seconds` after BASE."""
     return BASE + timedelta(seconds=seconds)
@@ -67,6 +84,7 @@ class Record:
     waiter_at: datetime | None = None
     waiter_until: datetime | None = None
     waiter_owner: str | None = None
+    heads: tuple[tuple[int, datetime | None], ...] | None = None  # by shard, sorted; None: none yet
 
     def state(self) -> RuleState:
         return RuleState(
@@ -78,7 +96,38 @@ class Record:
             waiter_at=self.waiter_at,
             waiter_until=self.waiter_until,
             waiter_owner=self.waiter_owner,
+            heads=None if self.heads is None else dict(self.heads),
         )
+
+    def recorded_heads(self, shards: tuple[int, ...]) -> dict[int, datetime | None]:
+        known = dict(self.heads or ())
+        return {shard: known[shard] for shard in shards if shard in known}
+
+    def lower_head(self, shard: int, at: datetime) -> tuple[Record, RuleState | None]:
+        heads = dict(self.heads or ())
+        if shard not in heads or not _later(heads[shard], at):
+            return self, None
+        heads[shard] = at
+        record = replace(self, heads=tuple(sorted(heads.items())))
+        return record, record.state()
+
+    def raise_heads(
+        self,
+        read: tuple[tuple[int, datetime | None], ...] | None,
+        new: tuple[tuple[int, datetime | None], ...],
+    ) -> tuple[Record, bool]:
+        """`read`: the heads as the raiser read them; `new`: what it sets."""
+        if read is None:
+            if self.heads is not None:
+                return self, False
+            return replace(self, heads=new), True
+        if self.heads is None:
+            return self, False
+        heads, before = dict(self.heads), dict(read)
+        for shard, _ in new:
+            if heads.get(shard, _UNKNOWN) != before.get(shard, _UNKNOWN):
+                return self, False
+        return replace(self, heads=tuple(sorted((heads | dict(new)).items()))), True
 
     def cas(self, expected: int, minute: datetime | None) -> tuple[Record, int | None]:
         if self.version != expected:
@@ -137,7 +186,9 @@ class FixedClock:
 
 
 class ModelStore:
-    """Queue head + rule record with the same linearizable semantics as the DynamoDB items."""
+    """Queue heads + rule record with the same linearizable semantics as the DynamoDB items."""
+
+    shards = SHARDS
 
     def __init__(self) -> None:
         self.entries: dict[str, datetime] = {}
@@ -174,6 +225,22 @@ class ModelStore:
 
     def head(self) -> datetime | None:
         return min(self.entries.values(), default=None)
+
+    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+        return {
+            s: min((d for i, d in self.entries.items() if shard_of(i) == s), default=None) for s in shards
+        }
+
+    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+        return self.record.recorded_heads(tuple(shards))
+
+    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
+        self.record, result = self.record.lower_head(shard, at)
+        return result
+
+    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool:
+        self.record, result = self.record.raise_heads(*_frozen_heads(read, heads))
+        return result
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         self.record, result = self.record.mark_kicked(now, not_since)
@@ -254,17 +321,25 @@ class NaiveRuleSync(RuleSync):
 
     uses_record = False
 
-    def on_task_due(self, due: datetime) -> Outcome:
+    def on_task_due(self, due: datetime, shard: int, covered: RuleState | None = None) -> Outcome:
         minute = self.timing.fire_minute(due)
         if not self.timing.armable(minute, self.clock.now()):
             self._wake("due too soon to arm")
             return Outcome.INVOKED
-        head = self.store.head()
+        head = self._queue_head()
         self.rule.put(self.timing.fire_minute(head) if head else None)
         return Outcome.ARMED
 
-    def rearm(self) -> RearmResult:
-        head = self.store.head()
+    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> set[int]:
+        return set(range(SHARDS) if among is None else among)
+
+    def _queue_head(self) -> datetime | None:
+        """The proof of concept reads the whole queue's head (the model store answers it)."""
+        head: datetime | None = cast(Any, self.store).head()
+        return head
+
+    def rearm(self, touched: Collection[int] = ()) -> RearmResult:
+        head = self._queue_head()
         target = self.timing.fire_minute(head) if head is not None else None
         if target is not None and not self.timing.armable(target, self.clock.now()):
             return RearmResult(Outcome.DUE_SOON, head, None)
@@ -308,8 +383,7 @@ class ClockWaiterRuleSync(RuleSync):
     """The waiter as it was: an editor skips the invoke when, by its own clock, the waiter has not
     woken yet (1 s margin), and nothing marks the wake-up in the record."""
 
-    def _hand_to_worker(self, due: datetime) -> Outcome:
-        state = self.store.read_rule_state()
+    def _hand_to_worker(self, due: datetime, state: RuleState) -> Outcome:
         now = self.clock.now()
         skew = timedelta(seconds=1)
         if (
@@ -350,6 +424,42 @@ class NoRepairRuleSync(RuleSync):
 
     def _repair(self, version: int, minute: datetime) -> Outcome:
         return Outcome.COVERED
+
+
+class NoHeadRecheckRuleSync(RuleSync):
+    """`rearm` raises shard heads without reading the raised shards again (defect: an entry written
+    before its editor read the old, lower head is skipped by every pass until something lowers it)."""
+
+    def _reread(self, raised: dict[int, datetime | None]) -> dict[int, datetime | None]:
+        return {}
+
+
+class RaisePastLeaseRuleSync(RuleSync):
+    """`rearm` raises a shard's head past its leased entries to the first one not leased (defect:
+    when the holder of a lease dies, the entry becomes claimable earlier than the recorded head)."""
+
+    def __init__(self, store: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(_IgnoringLeases(store), *args, **kwargs)
+
+
+class _IgnoringLeases:
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+        result: dict[int, datetime | None] = self._store.shard_heads_unleased(tuple(sorted(shards)))
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+class NoLowerRuleSync(RuleSync):
+    """An editor never lowers its entry's shard head (defect: a pass reads only shards whose
+    recorded head is due, so the new entry waits until something else makes its shard due)."""
+
+    def cover_shard(self, shard: int, due: datetime) -> RuleState:
+        return self.store.read_rule_state()
 
 
 # ------------------------------------------------------------------------------ the model checker
@@ -456,6 +566,19 @@ class World:
     def head(self) -> datetime | None:
         return min((e.effective_at() for e in self.entries.values()), default=None)
 
+    def shard_head(self, shard: int, *, leases: bool = True) -> datetime | None:
+        """Earliest claimable time of the shard's entries (with `leases` False: the first entry not
+        leased, as a defective head read would find it)."""
+        now = self.time
+        return min(
+            (
+                e.effective_at() if leases else e.run_at
+                for e in self.entries.values()
+                if shard_of(e.task_id) == shard and (leases or not _leased(e, now))
+            ),
+            default=None,
+        )
+
     def stream(self, record: tuple[Any, ...]) -> None:
         """A change the table's stream delivers to the keeper (when there is one). Kept as a sorted
         multiset: the keeper handles a batch as a whole, so arrival order does not matter."""
@@ -550,6 +673,19 @@ class StoreView:
 
     def head(self) -> datetime | None:
         return self._call("head")
+
+    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+        """The shards are read in parallel; the model reads them in one step."""
+        return self._call("shard_heads", tuple(sorted(shards)))
+
+    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+        return self._call("recorded_heads", tuple(sorted(shards)))
+
+    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
+        return self._call("lower_shard_head", shard, at)
+
+    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool:
+        return self._call("raise_shard_heads", *_frozen_heads(read, heads))
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         return self._call("try_mark_kicked", now, not_since)
@@ -649,7 +785,8 @@ class ModelWorker(Worker):
         now = self.clock.now()
         ran = False
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
-        keys = queue.due_keys(now)
+        due = self.runtime.rule_sync.due_shards(now + self.prepare, self.sharing.group)
+        keys = queue.due_keys(now, tuple(sorted(due)))
         if len(keys) >= FAN_OUT_AT and self.sharing.fan_out():
             return True  # as the real pass: the next one reads only this invocation's group
         for key in keys:
@@ -659,6 +796,7 @@ class ModelWorker(Worker):
             group = self.sharing.group
             if (group is not None and shard not in group) or self.sharing.left_to_another(shard):
                 continue
+            self.touched.add(shard)
             task_id = queue.claim_entry(key, now, now + self.lease)
             if task_id is None:
                 continue  # contended, stale (deleted) or deferred (a write in flight)
@@ -689,8 +827,9 @@ def worker_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 
 
 def create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
-    """Editor create: entry, then task (only if the id is free), then the rule sync. A repeat of an
-    existing id (the client retrying) removes its own entry and syncs the existing task again."""
+    """Editor create: entry, its shard's head, then task (only if the id is free), then the rule sync.
+    A repeat of an existing id (the client retrying) removes its own entry and syncs the existing
+    task again."""
     task_id, due = spec.args
     rt = _runtime(replay, scenario)
     store: Any = rt.store
@@ -698,17 +837,19 @@ def create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     fresh = scenario.fresh_entry_keys
     key = (due, task_id, token) if fresh else (due, task_id)
     store.put_entry(key, task_id, due, token, fresh)
+    covered = rt.rule_sync.cover_shard(shard_of(task_id), due)  # before the task write, as the editor
     if not store.insert_task(task_id, due, key, token):
         store.delete_entry(key, token)
         existing = store.get_task(task_id)
         if existing is not None and existing.status == "pending":
-            rt.rule_sync.on_task_due(existing.due)
+            rt.rule_sync.on_task_due(existing.due, shard_of(task_id))
         return
-    rt.rule_sync.on_task_due(due)
+    rt.rule_sync.on_task_due(due, shard_of(task_id), covered)
 
 
 def reschedule_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
-    """Editor reschedule: new entry, task (compare-and-set), delete the old entry, rule sync."""
+    """Editor reschedule: new entry, its shard's head, task (compare-and-set), delete the old entry,
+    rule sync."""
     task_id, due = spec.args
     rt = _runtime(replay, scenario)
     store: Any = rt.store
@@ -718,12 +859,13 @@ def reschedule_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> N
     token = spec.name
     key = (due, task_id, token)
     store.put_entry(key, task_id, due, token, True)
+    covered = rt.rule_sync.cover_shard(shard_of(task_id), due)
     updated = replace(current, due=due, key=key, token=token, version=current.version + 1)
     if not store.replace_task(task_id, current.version, updated):
         store.delete_entry(key, token)
         return
     store.delete_entry(current.key, current.token)
-    rt.rule_sync.on_task_due(due)
+    rt.rule_sync.on_task_due(due, shard_of(task_id), covered)
 
 
 def cancel_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
@@ -739,19 +881,25 @@ def cancel_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 
 def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     """The keeper's contract (nexttick/keeper.py), on the unhandled stream records: `confirm` after a
-    rule-record move; `on_task_due` for the earliest newly scheduled due time too close to arm and
-    the earliest armable one. Records are dropped only after it finished (a crash: delivered again)."""
+    rule-record move; `cover_shard` for each shard's earliest newly scheduled due time; `on_task_due`
+    for the earliest one too close to arm and the earliest armable one. Records are dropped only
+    after it finished (a crash: delivered again)."""
     rt = _runtime(replay, scenario)
     store: Any = rt.store
     jobs = store.keeper_take()
     if any(job[0] == "rule" for job in jobs):
         rt.rule_sync.confirm()
-    dues = sorted(job[1] for job in jobs if job[0] == "due")
+    dues = sorted((job[1], job[2]) for job in jobs if job[0] == "due")
+    earliest: dict[int, datetime] = {}
+    for due, shard in dues:
+        earliest.setdefault(shard, due)
+    for shard, due in sorted(earliest.items()):
+        rt.rule_sync.cover_shard(shard, due)
     now = rt.clock.now()
-    close = [d for d in dues if not TIMING.armable(TIMING.fire_minute(d), now)]
-    armable = [d for d in dues if TIMING.armable(TIMING.fire_minute(d), now)]
-    for due in close[:1] + armable[:1]:
-        rt.rule_sync.on_task_due(due)
+    close = [d for d in dues if not TIMING.armable(TIMING.fire_minute(d[0]), now)]
+    armable = [d for d in dues if TIMING.armable(TIMING.fire_minute(d[0]), now)]
+    for due, shard in close[:1] + armable[:1]:
+        rt.rule_sync.on_task_due(due, shard)
     store.keeper_done(jobs)
 
 
@@ -773,7 +921,10 @@ def _freeze(value: Any) -> Hashable:
             value.waiter_at,
             value.waiter_until,
             value.waiter_owner,
+            None if value.heads is None else tuple(sorted(value.heads.items())),
         )
+    if isinstance(value, dict):
+        return tuple(sorted(value.items()))
     return value
 
 
@@ -811,6 +962,18 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         return result
     if name == "head":
         return world.head()
+    if name == "shard_heads":
+        return {shard: world.shard_head(shard) for shard in args[0]}
+    if name == "shard_heads_unleased":
+        return {shard: world.shard_head(shard, leases=False) for shard in args[0]}
+    if name == "recorded_heads":
+        return world.record.recorded_heads(args[0])
+    if name == "lower_shard_head":
+        world.record, lowered = world.record.lower_head(*args)
+        return lowered
+    if name == "raise_shard_heads":
+        world.record, raised = world.record.raise_heads(*args)
+        return raised
     if name == "put_send":
         world.in_flight[spec.name] = args[0]  # one at a time: the call returns when it landed
         return spec.name
@@ -848,7 +1011,7 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
         if task_id in world.tasks:
             return False
         world.tasks[task_id] = TaskItem(due, key, token)
-        world.stream(("due", due))
+        world.stream(("due", due, shard_of(task_id)))
         return True
     if name == "get_task":
         return world.tasks.get(args[0])
@@ -859,7 +1022,7 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
             return False
         world.tasks[task_id] = item
         if item.status == "pending" and item.due != current.due:
-            world.stream(("due", item.due))
+            world.stream(("due", item.due, shard_of(task_id)))
         return True
     if name == "delete_entry":
         key, token = args
@@ -869,8 +1032,12 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
         del world.entries[key]
         return True
     if name == "due_keys":
-        (until,) = args
-        due = [(e.run_at, repr(k), k) for k, e in world.entries.items() if e.run_at <= until]
+        until, shards = args
+        due = [
+            (e.run_at, repr(k), k)
+            for k, e in world.entries.items()
+            if e.run_at <= until and shard_of(e.task_id) in shards
+        ]
         return tuple(k for _, _, k in sorted(due) if not _leased(world.entries[k], until))
     if name == "claim_entry":
         key, claim_now, lease_until = args
@@ -987,9 +1154,12 @@ class Checker:
             key, token = (at(due), task_id, f"{task_id}.0"), f"{task_id}.0"
             world.entries[key] = EntryItem(task_id, at(due), token, world.time)
             world.tasks[task_id] = TaskItem(at(due), key, token)
+        # The record holds every shard's head, as the last re-arm before the start left it.
+        heads = tuple((shard, world.shard_head(shard)) for shard in range(SHARDS))
+        world.record = Record(heads=heads)
         if sc.armed is not None:
             minute = at(sc.armed)
-            world.record = Record(armed=minute, version=1, published=1)
+            world.record = Record(armed=minute, version=1, published=1, heads=heads)
             world.rule = RuleCell(minute, fires=True)
             if sc.fired:
                 world.fired = frozenset({minute})
@@ -1272,28 +1442,47 @@ _RECORD_WRITES = {
     "release_waiter",
     "try_mark_kicked",
 }
+_ALL_HEADS = {f"heads:{shard}": "r" for shard in range(SHARDS)}
+
+
+def _queue(shards: Collection[int], mode: str) -> dict[str, str]:
+    return {f"queue:{shard}": mode for shard in shards}
 
 
 def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
-    """The items an operation reads ("r"), writes ("w") or appends to ("a")."""
+    """The items an operation reads ("r"), writes ("w") or appends to ("a"). The rule record's
+    shard heads count as items of their own (their conditional writes look at nothing else), as do
+    the queue's shards (a task's entries are all in its shard)."""
     if op is None:
         return {}
     name, args = op.name, op.args
     jobs = {"jobs": "a"} if keeper else {}
     if name == "read_rule_state":
-        return {"record": "r"}
+        return {"record": "r", **_ALL_HEADS}
     if name == "cas_rule_state":
         return {"record": "w", **jobs}
     if name in _RECORD_WRITES:
         return {"record": "w"}
-    if name in ("head", "due_keys"):
-        return {"queue": "r"}
-    if name in ("put_entry", "delete_entry"):
-        return {"queue": "w"}
+    if name == "recorded_heads":
+        return {f"heads:{shard}": "r" for shard in args[0]}
+    if name == "lower_shard_head":  # returns the whole record as written
+        return {"record": "r", **_ALL_HEADS, f"heads:{args[0]}": "w"}
+    if name == "raise_shard_heads":
+        read, new = args
+        shards = range(SHARDS) if read is None else [shard for shard, _ in new]
+        return {f"heads:{shard}": "w" for shard in shards}
+    if name == "head":
+        return _queue(range(SHARDS), "r")
+    if name in ("due_keys", "shard_heads", "shard_heads_unleased"):
+        return _queue(args[-1], "r")
+    if name == "put_entry":
+        return _queue([shard_of(args[1])], "w")
+    if name == "delete_entry":
+        return _queue([shard_of(args[0][1])], "w")
     if name == "claim_entry":
-        return {"queue": "w", f"task:{args[0][1]}": "r"}
+        return {**_queue([shard_of(args[0][1])], "w"), f"task:{args[0][1]}": "r"}
     if name == "complete":
-        return {"queue": "w", f"task:{args[0]}": "w"}
+        return {**_queue([shard_of(args[0])], "w"), f"task:{args[0]}": "w"}
     if name == "get_task":
         return {f"task:{args[0]}": "r"}
     if name in ("insert_task", "replace_task"):

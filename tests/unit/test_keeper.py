@@ -13,7 +13,7 @@ from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
 from nexttick.keeper import Keeper, moves_rule, scheduled_due
 from nexttick.rulesync import Outcome, RuleSync
 from nexttick.schedules import Timing
-from nexttick.store.keys import queue_sort_key, task_pk
+from nexttick.store.keys import queue_sort_key, shard_of, task_pk
 from nexttick.store.models import RuleStateItem, TaskItem
 from nexttick.store.records import RuleState
 from nexttick.timeutil import to_epoch
@@ -43,8 +43,17 @@ def task_item(
     task_id: str, status: str = "pending", due: datetime | None = None, run_now: datetime | None = None
 ) -> dict[str, Any]:
     extra = queue_sort_key(run_now, task_id, "tok") if run_now else None
+    entry = queue_sort_key(due, task_id, "q") if due else None  # its schedule's entry, at its due time
     item = TaskItem(
-        task_pk(task_id), TASK_SK, task_id=task_id, status=status, due=due, action="log", extra_key=extra
+        task_pk(task_id),
+        TASK_SK,
+        task_id=task_id,
+        status=status,
+        due=due,
+        action="log",
+        extra_key=extra,
+        queue_key=entry,
+        queue_parked=status == "paused",
     )
     return item.serialize(null_check=False)
 
@@ -131,7 +140,8 @@ def created(task_id: str, due: datetime) -> dict[str, Any]:
 def test_only_a_pending_task_with_a_new_due_time_schedules_something(
     rec: dict[str, Any], expected: datetime | None
 ) -> None:
-    assert scheduled_due(rec) == expected
+    scheduled = scheduled_due(rec)
+    assert (scheduled[1] if scheduled else None) == expected
 
 
 @pytest.mark.parametrize(
@@ -176,10 +186,26 @@ def test_a_batch_costs_one_call_for_its_earliest_close_due_time_and_one_for_its_
     # When the same batch arrives again (a retry or a duplicate delivery)
     reads, puts = store.reads, rule.puts
     again = keeper.handle(batch[::-1])
-    # Then the armable time costs one read and nothing moves (the close one is handed over again:
-    # no waiter claims it in this model)
+    # Then each queue shard of the batch costs one read (its head already covers it), the armable
+    # time one more, and nothing moves (the close one is handed over again: no waiter claims it in
+    # this model)
     assert again.outcomes == [Outcome.INVOKED, Outcome.COVERED]
-    assert rule.puts == puts and store.reads == reads + 2
+    shards = {shard_of(task_id, store.shards) for task_id in ("far", "soon-2", "armable", "soon-1", "later")}
+    assert rule.puts == puts and store.reads == reads + len(shards) + 2
+
+
+def test_a_batch_lowers_the_head_of_every_queue_shard_it_wrote_to() -> None:
+    # Given a record whose shard heads are both an hour away
+    keeper, store, _rule, _trigger = _world()
+    hour = NOW + 3600 * S
+    assert store.raise_shard_heads(store.read_rule_state(), {0: hour, 1: None})
+    ids = {shard_of(task_id, store.shards): task_id for task_id in ("a", "b", "c", "d")}
+    # When tasks in both shards were created (an editor died before it lowered their heads)
+    keeper.handle(
+        [created(ids[0], NOW + 300 * S), created(ids[0], NOW + 200 * S), created(ids[1], NOW + 900 * S)]
+    )
+    # Then each shard's head is its earliest new entry
+    assert store.read_rule_state().heads == {0: NOW + 200 * S, 1: NOW + 900 * S}
 
 
 def test_a_batch_with_nothing_to_cover_makes_no_call() -> None:
