@@ -21,8 +21,9 @@ held is dropped too, since none of them is still running (the state directory's 
 stack off it): the rule record's waiter claim, which would keep the next start's worker from
 waiting, its shard heads, which may stand at the end of a dropped lease (the first worker reads
 every shard and records them again), and the claim leases of queue entries, whose occurrences
-would otherwise wait out the rest of their lease (up to a minute) before running again. An occurrence whose delivery was cut off runs
-again at once, under the same idempotency key, exactly as after its lease.
+would otherwise wait out the rest of their lease (up to a minute) before running again. An
+occurrence whose delivery was cut off runs again at once, under the same idempotency key, exactly
+as after its lease.
 """
 
 from __future__ import annotations
