@@ -111,8 +111,9 @@ def test_cancel_after_the_claim_prevents_the_delivery(api: LambdaApi, worker: An
 
 
 def test_cancel_before_the_occurrence_is_due_is_204_and_it_never_runs(api: LambdaApi, worker: Any) -> None:
-    # Given a task due in two seconds
-    task = api.post("/tasks", {"action": "block", "delay_seconds": 2}).json()
+    # Given a task due in six seconds (the cancel must come before it is claimable, 0.5 s ahead of
+    # its due time: with two seconds a busy 2-core machine took longer than that for the create)
+    task = api.post("/tasks", {"action": "block", "delay_seconds": 6}).json()
     # When it is cancelled before it is due
     response = api.delete(f"/tasks/{task['id']}", headers={"If-Match": str(task["version"])})
     # Then the answer is 204: nothing of it can run any more
