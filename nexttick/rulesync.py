@@ -154,7 +154,7 @@ class RuleSync:
         decisions about the rule are made on it, so that a worker that raised the head before our
         lowering reads the record again after it."""
         state = self.store.read_rule_state()
-        while state.knows_head(shard) and _later(state.head_of(shard), due):
+        while state.knows_head(shard) and head_later(state.head_of(shard), due):
             written = self.store.lower_shard_head(shard, due)
             state = written if written is not None else self.store.read_rule_state()
         return state
@@ -220,7 +220,7 @@ class RuleSync:
         other)."""
         shards = range(self.store.shards) if among is None else among
         heads = self.store.recorded_heads(shards)
-        return {s for s in shards if s not in heads or ((h := heads[s]) is not None and h <= until)}
+        return {s for s in shards if s not in heads or _head_due(heads[s], until)}
 
     def rearm(self, touched: Collection[int] = ()) -> RearmResult:
         """Point the rule at the queue head after a worker run (raise or lower, or the epoch). A head
@@ -274,7 +274,9 @@ class RuleSync:
                 if s in touched or not state.knows_head(s) or _due(state, s, now)
             ]
             read = dict(self.store.shard_heads(stale)) if stale else {}
-            raised = {s: h for s, h in read.items() if not state.knows_head(s) or _later(h, state.head_of(s))}
+            raised = {
+                s: h for s, h in read.items() if not state.knows_head(s) or head_later(h, state.head_of(s))
+            }
             if raised and not self.store.raise_shard_heads(state, raised):
                 state = self.store.read_rule_state()
                 continue
@@ -282,7 +284,7 @@ class RuleSync:
             for shard, head in read.items():
                 latest = again.get(shard, head)
                 recorded = raised.get(shard, state.head_of(shard) if state.knows_head(shard) else None)
-                if latest is not None and _later(recorded, latest):
+                if latest is not None and head_later(recorded, latest):
                     # An entry its writer has not lowered for yet (or one we raised past): lower.
                     self.store.lower_shard_head(shard, latest)
                 read[shard] = latest
@@ -436,7 +438,7 @@ class RuleSync:
         return Outcome.ARMED
 
 
-def _later(head: datetime | None, than: datetime | None) -> bool:
+def head_later(head: datetime | None, than: datetime | None) -> bool:
     """Whether shard head `head` is later than `than` (None: an empty shard, later than anything)."""
     if head is None:
         return than is not None
@@ -445,5 +447,9 @@ def _later(head: datetime | None, than: datetime | None) -> bool:
 
 def _due(state: RuleState, shard: int, by: datetime) -> bool:
     """The recorded head of a known shard is due by `by`."""
-    head = state.head_of(shard)
+    return _head_due(state.head_of(shard), by)
+
+
+def _head_due(head: datetime | None, by: datetime) -> bool:
+    """A shard head (None: empty) is due by `by`."""
     return head is not None and head <= by

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from nexttick.config import Precision
-from nexttick.rulesync import Outcome, RearmResult, RuleSync, WaitClaim
+from nexttick.rulesync import Outcome, RearmResult, RuleSync, WaitClaim, head_later
 from nexttick.runtime import Runtime
 from nexttick.schedules import Timing
 from nexttick.store.records import RuleState
@@ -48,12 +48,6 @@ def shard_of(task_id: str) -> int:
 
 
 _UNKNOWN = object()
-
-
-def _later(head: datetime | None, than: datetime | None) -> bool:
-    if head is None:
-        return than is not None
-    return than is not None and head > than
 
 
 def _frozen_heads(
@@ -105,7 +99,7 @@ class Record:
 
     def lower_head(self, shard: int, at: datetime) -> tuple[Record, RuleState | None]:
         heads = dict(self.heads or ())
-        if shard not in heads or not _later(heads[shard], at):
+        if shard not in heads or not head_later(heads[shard], at):
             return self, None
         heads[shard] = at
         record = replace(self, heads=tuple(sorted(heads.items())))
