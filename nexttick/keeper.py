@@ -15,8 +15,9 @@ stream records the keeper does what the client may not have done —
 * a rule-record change of armed minute or version -> `RuleSync.confirm`: the rule is made to match
   the record (a client that died between its CAS and its PutRule).
 
-Both start from fresh strongly consistent reads, never from the record's images, so a record that
-arrives twice, late or out of order is harmless: covering an already covered time costs one read.
+Both start from a fresh strongly consistent read (one per batch: each step goes on from the record
+as the step before read or wrote it), never from the record's images, so a record that arrives
+twice, late or out of order is harmless: covering an already covered time costs one read.
 Queue entries, removals and other item changes are ignored.
 """
 
@@ -29,7 +30,7 @@ from typing import Any
 
 from nexttick.rulesync import Outcome, RuleSync
 from nexttick.store.keys import shard_of
-from nexttick.store.records import RUNNABLE_NOW, TaskStatus
+from nexttick.store.records import RUNNABLE_NOW, RuleState, TaskStatus
 from nexttick.store.streams import ItemKind, item_kind, rule_image, task_image
 
 _CHANGES = ("INSERT", "MODIFY")
@@ -103,13 +104,18 @@ class Keeper:
                 report.scheduled += 1
             elif moves_rule(record):
                 report.rule_moves += 1
+        rule: RuleState | None = None  # the record as last read or written here (after the batch's writes)
         if report.rule_moves:
-            report.outcomes.append(self.rule_sync.confirm())
+            outcome, rule = self.rule_sync.confirm()
+            report.outcomes.append(outcome)
         for shard, due in earliest.items():
-            self.rule_sync.cover_shard(shard, due)
+            rule = self.rule_sync.cover_shard(shard, due, rule)
         shards = {due: shard for shard, due in earliest.items()}
         for due in self._representatives(set(shards)):
-            report.outcomes.append(self.rule_sync.on_task_due(due, shards[due]))
+            # The first decides on the record as covered; a second reads it again (the first may
+            # have moved it).
+            report.outcomes.append(self.rule_sync.on_task_due(due, shards[due], rule))
+            rule = None
         return report
 
     def _representatives(self, dues: set[datetime]) -> list[datetime]:

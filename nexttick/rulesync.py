@@ -51,7 +51,7 @@ class RuleStateStore(Protocol):
 
     def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None: ...
 
-    def confirm_published(self, version: int) -> bool: ...
+    def confirm_published(self, version: int) -> RuleState | None: ...
 
     def claim_repair(self, version: int) -> bool: ...
 
@@ -59,8 +59,6 @@ class RuleStateStore(Protocol):
     def shards(self) -> int: ...
 
     def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]: ...
-
-    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]: ...
 
     def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None: ...
 
@@ -78,7 +76,7 @@ class RuleStateStore(Protocol):
         expected_version: int | None = None,
     ) -> bool: ...
 
-    def release_waiter(self, owner: str, at: datetime) -> bool: ...
+    def release_waiter(self, owner: str, at: datetime) -> RuleState | None: ...
 
 
 class RuleTarget(Protocol):
@@ -114,6 +112,18 @@ class RearmResult:
     outcome: Outcome
     head: datetime | None
     armed_minute: datetime | None
+    # The record as this re-arm's last write returned it, when nothing of ours came after that
+    # write: `claim_wait` starts from it instead of a read.
+    record: RuleState | None = None
+
+
+@dataclass(frozen=True)
+class DueShards:
+    """The shards a pass reads, and the record it read them from (a re-arm right after an empty
+    pass starts from it instead of a read)."""
+
+    shards: set[int]
+    record: RuleState
 
 
 class RuleSync:
@@ -148,12 +158,14 @@ class RuleSync:
             return self._hand_to_worker(due, state)
         return self.lower(minute, state)
 
-    def cover_shard(self, shard: int, due: datetime) -> RuleState:
+    def cover_shard(self, shard: int, due: datetime, read: RuleState | None = None) -> RuleState:
         """Make the record's head of `shard` no later than `due` (an entry due then is written, or
         about to be). Returns the record as read after any lowering (or as the lowering wrote it):
         decisions about the rule are made on it, so that a worker that raised the head before our
-        lowering reads the record again after it."""
-        state = self.store.read_rule_state()
+        lowering reads the record again after it. `read`: the record as the caller read it after the
+        entry was written (any read after it will do: a raise it misses is followed by the raiser's
+        second read of the shard, which finds the entry)."""
+        state = read or self.store.read_rule_state()
         while state.knows_head(shard) and head_later(state.head_of(shard), due):
             written = self.store.lower_shard_head(shard, due)
             state = written if written is not None else self.store.read_rule_state()
@@ -214,25 +226,26 @@ class RuleSync:
         return Outcome.COVERED
 
     # ------------------------------------------------------------------ worker side
-    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> set[int]:
+    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> DueShards:
         """Those of `among` (default: all shards) whose recorded head is due by `until` or not
         known: the only ones that can hold an entry claimable by then (a pass reads these, and no
         other)."""
+        state = self.store.read_rule_state()
         shards = range(self.store.shards) if among is None else among
-        heads = self.store.recorded_heads(shards)
-        return {s for s in shards if s not in heads or _head_due(heads[s], until)}
+        return DueShards({s for s in shards if not state.knows_head(s) or _due(state, s, until)}, state)
 
-    def rearm(self, touched: Collection[int] = ()) -> RearmResult:
+    def rearm(self, touched: Collection[int] = (), read: RuleState | None = None) -> RearmResult:
         """Point the rule at the queue head after a worker run (raise or lower, or the epoch). A head
         too close to arm is returned as DUE_SOON for the caller to keep, with the rule armed as the
-        backstop of whoever sleeps for it. `touched`: the shards this invocation wrote entries to."""
+        backstop of whoever sleeps for it. `touched`: the shards this invocation wrote entries to;
+        `read`: the record as the caller read it with nothing of its own written since."""
         while True:
-            state = self.store.read_rule_state()
+            state, read = read or self.store.read_rule_state(), None
             if state.waiter_owner is not None and state.waiter_at is not None and self._woke(state.waiter_at):
                 # The waiter's time has come: this invocation (the waiter itself, or one its
                 # backstop started) now answers for what editors left to it. Release the claim
                 # before the head read, so that read sees every task they committed meanwhile.
-                self.store.release_waiter(state.waiter_owner, state.waiter_at)
+                read = self.store.release_waiter(state.waiter_owner, state.waiter_at)
                 continue
             state, heads = self._refresh_heads(state, touched)
             head = min((h for h in heads.values() if h is not None), default=None)
@@ -248,14 +261,14 @@ class RuleSync:
             version = self.store.cas_rule_state(state.version, target)
             if version is None:
                 continue
-            self.publish(RuleState(target, version))
+            confirmed = self.publish(RuleState(target, version))
             if not self._landed_in_time(target):
                 continue  # decide again: the head is kept (DUE_SOON) or armed for a later minute
             if due_soon:
                 # Whatever happens next reads the head again (the waiter after waking, a worker it
                 # hands over to, or one its backstop starts), so no second read is needed here.
-                return RearmResult(Outcome.DUE_SOON, head, target)
-            return self._recheck_head(head, target)
+                return RearmResult(Outcome.DUE_SOON, head, target, confirmed)
+            return self._recheck_head(head, target, confirmed)
 
     def _refresh_heads(
         self, state: RuleState, touched: Collection[int]
@@ -302,10 +315,12 @@ class RuleSync:
         have landed after the minute began, and EventBridge never fires a minute that has passed."""
         return target is None or self.timing.armable(target, self.clock.now())
 
-    def _recheck_head(self, head: datetime | None, target: datetime | None) -> RearmResult:
+    def _recheck_head(self, head: datetime | None, target: datetime | None, after: RuleState) -> RearmResult:
         """After moving the record: a head an editor lowered before it read the old record is
-        recorded now (the second read of the store/load argument); lower for it."""
-        state = self.store.read_rule_state()
+        recorded now (the second read of the store/load argument); lower for it. `after`: the
+        record as our publication's confirmation wrote it — a read after our CAS, which is all the
+        argument needs."""
+        state = after
         recorded = [
             (h, s) for s in range(self.store.shards) if state.knows_head(s) and (h := state.head_of(s))
         ]
@@ -350,12 +365,15 @@ class RuleSync:
         """The rule armed for `armed` fires at or before `minute` (it is still armable)."""
         return armed is not None and armed <= minute and self.timing.armable(armed, now)
 
-    def claim_wait(self, head: datetime, owner: str, until: datetime) -> WaitClaim:
+    def claim_wait(
+        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None
+    ) -> WaitClaim:
         """Worker, after `rearm` returned DUE_SOON: become the one invocation that sleeps until `head`.
         Claimed only while the record is a published backstop for `head`, so editors that skip the
-        direct invoke for this claim still get a worker if this invocation dies in its sleep."""
+        direct invoke for this claim still get a worker if this invocation dies in its sleep.
+        `read`: the record as the re-arm's last write returned it."""
         while True:
-            state = self.store.read_rule_state()
+            state, read = read or self.store.read_rule_state(), None
             now = self.clock.now()
             stale_before = now - self.timing.clock_skew
             if (
@@ -382,18 +400,20 @@ class RuleSync:
         return self.rearm()
 
     # ------------------------------------------------------------------ shared
-    def publish(self, written: RuleState | None = None) -> None:
+    def publish(self, written: RuleState | None = None) -> RuleState:
         """PutRule what the record says, until the record is unchanged across our PutRule: the
         confirmation is a conditional write of the version put, which also tells later readers
         that this value reached the rule. `written`: what our own CAS just wrote (no read needed
-        first; if the record moved since, the confirmation fails and we read)."""
+        first; if the record moved since, the confirmation fails and we read). Returns the record
+        as the confirmation wrote it."""
         before = written
         while True:
             if before is None:
                 before = self.store.read_rule_state()
             self.rule.put(before.armed_minute)
-            if self.store.confirm_published(before.version):
-                return
+            confirmed = self.store.confirm_published(before.version)
+            if confirmed is not None:
+                return confirmed
             before = None
 
     def _repair_rule(self, state: RuleState, *, verify: bool) -> None:
@@ -422,20 +442,20 @@ class RuleSync:
         self.trigger.wake(reason)
 
     # ------------------------------------------------------------------ keeper side
-    def confirm(self) -> Outcome:
+    def confirm(self) -> tuple[Outcome, RuleState]:
         """Make the rule match the record (the keeper, after the record moved). A client that died
         between its CAS and its PutRule leaves the record ahead of the rule, and nothing else would
         publish before the next re-arm. A minute no longer armable is handed to the worker: a
-        PutRule now might land after the minute began, and the worker's re-arm repairs the rule."""
+        PutRule now might land after the minute began, and the worker's re-arm repairs the rule.
+        Returns what it did and the record as it last read or wrote it."""
         state = self.store.read_rule_state()
         if self.rule.current() == state.armed_minute:
-            return Outcome.UNCHANGED
+            return Outcome.UNCHANGED, state
         minute = state.armed_minute
         if minute is not None and not self.timing.armable(minute, self.clock.now()):
             self._wake("armed minute was not published in time")
-            return Outcome.INVOKED
-        self.publish()
-        return Outcome.ARMED
+            return Outcome.INVOKED, state
+        return Outcome.ARMED, self.publish()
 
 
 def head_later(head: datetime | None, than: datetime | None) -> bool:

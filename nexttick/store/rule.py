@@ -10,7 +10,7 @@ does not look at the heads, nor their writes at the version: they are independen
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -51,9 +51,10 @@ class RuleStateStore(StoreBase):
             raise
         return expected_version + 1
 
-    def confirm_published(self, version: int) -> bool:
+    def confirm_published(self, version: int) -> RuleState | None:
         """Record that a PutRule of the value at `version` has returned, if the record is still at
-        `version` (the publish loop's confirmation; False: it moved meanwhile, publish again)."""
+        `version` (the publish loop's confirmation); returns the record as written (None: it moved
+        meanwhile, publish again)."""
         r = self.models.rule
         return self._update_rule([r.published.set(version)], r.version == version)
 
@@ -66,7 +67,7 @@ class RuleStateStore(StoreBase):
             & (r.published.does_not_exist() | (r.published != version))
             & (r.repaired.does_not_exist() | (r.repaired != version))
         )
-        return self._update_rule([r.repaired.set(version)], condition)
+        return self._update_rule([r.repaired.set(version)], condition) is not None
 
     def claim_waiter(
         self,
@@ -96,24 +97,14 @@ class RuleStateStore(StoreBase):
             r.waiter_until.set(to_epoch(until)),
             r.waiter_owner.set(owner),
         ]
-        return self._update_rule(actions, condition)
+        return self._update_rule(actions, condition) is not None
 
-    def release_waiter(self, owner: str, at: datetime) -> bool:
-        """Remove the waiter claim of `owner` for `at` (and nothing newer)."""
+    def release_waiter(self, owner: str, at: datetime) -> RuleState | None:
+        """Remove the waiter claim of `owner` for `at` (and nothing newer); returns the record as
+        written (None: no such claim)."""
         r = self.models.rule
         actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
         return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
-
-    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
-        """The record's heads of those of `shards` it knows (one consistent read of its heads)."""
-        try:
-            item = self.models.rule.get(
-                RULE_STATE_PK, RULE_STATE_SK, consistent_read=True, attributes_to_get=["heads"]
-            )
-        except self.models.rule.DoesNotExist:
-            return {}
-        known = rule_state(item).heads or {}
-        return {shard: known[shard] for shard in shards if shard in known}
 
     def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
         """Lower `shard`'s head to `at` if the record knows it and it is later; returns the record as
@@ -135,7 +126,7 @@ class RuleStateStore(StoreBase):
         r = self.models.rule
         if read.heads is None:
             value = {str(shard): head_ms(head) for shard, head in heads.items()}
-            return self._update_rule([r.heads.set(value)], r.heads.does_not_exist())
+            return self._update_rule([r.heads.set(value)], r.heads.does_not_exist()) is not None
         actions: list[Any] = []
         condition: Condition | None = None
         for shard, head in heads.items():
@@ -144,21 +135,22 @@ class RuleStateStore(StoreBase):
             was = path == head_ms(read.head_of(shard)) if read.knows_head(shard) else path.does_not_exist()
             condition = was if condition is None else condition & was
         assert condition is not None, "no shard to raise"
-        return self._update_rule(actions, condition)
+        return self._update_rule(actions, condition) is not None
 
-    def _update_rule(self, actions: list[Any], condition: Condition) -> bool:
-        """One conditional UpdateItem of the rule record; False when its condition failed."""
+    def _update_rule(self, actions: list[Any], condition: Condition) -> RuleState | None:
+        """One conditional UpdateItem of the rule record; the record as written (its `ALL_NEW`
+        answer, no read), or None when the condition failed."""
         item = self.models.rule(RULE_STATE_PK, RULE_STATE_SK)
         try:
             item.update(actions=actions, condition=condition)
         except UpdateError as exc:
             if condition_failed(exc):
-                return False
+                return None
             raise
-        return True
+        return rule_state(item)
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         """Claim the right to kick a stalled worker (at most once per window, across editors)."""
         r = self.models.rule
         condition = r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since))
-        return self._update_rule([r.kicked_at.set(to_epoch(now))], condition)
+        return self._update_rule([r.kicked_at.set(to_epoch(now))], condition) is not None

@@ -5,8 +5,10 @@ One invocation:
    recorded head is due (the rule record's shard heads; lazy, bounded pages merged in due order),
    skips live leases, and submits at most `pool_size` occurrences at a time to its pool, where each
    is claimed, run and completed (nexttick.worker.occurrence);
-2. passes repeat while they find work; then `rule_sync.rearm()` brings the shard heads of the
-   shards it worked up to date and points the rule at the earliest;
+2. passes repeat while one fills the pool; then `rule_sync.rearm()` brings the shard heads of the
+   shards it worked up to date and points the rule at the earliest (a pass that ran less than a
+   pool's worth read everything due: the re-arm's read of its shards stands in for another pass,
+   and a head it finds due is passed over at once);
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
    to the exact instant) when the remaining time allows, by the one invocation that claims the wait
    (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
@@ -25,6 +27,7 @@ from collections.abc import Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import Enum
 from typing import Any
 
 from nexttick import constants
@@ -32,6 +35,7 @@ from nexttick.actions import ActionRegistry
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
 from nexttick.rulesync import Outcome, WaitClaim
 from nexttick.runtime import Runtime
+from nexttick.store import RuleState
 from nexttick.worker import drain
 from nexttick.worker.lease import LeaseKeeper
 from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, RunResult, no_hook
@@ -43,6 +47,15 @@ SAFETY_SECONDS = 5.0
 # no spinning. A head in the future is waited for exactly, never rounded up to this.
 MIN_WAIT_SECONDS = 0.05
 MIN_HAND_OVER_WAIT_SECONDS = 1.0
+
+
+class PassResult(Enum):
+    """What a pass found: nothing; less than a pool's worth (all of it run); a pool's worth or more,
+    or it stopped early (more may be due at once)."""
+
+    EMPTY = "empty"
+    DRAINED = "drained"
+    FULL = "full"
 
 
 @dataclass
@@ -101,6 +114,7 @@ class Worker:
         )
         # This pass's lateness per (action, kind), printed as one EMF line each when it ends.
         self._lateness_by_kind: defaultdict[Dimensions, list[float]] = defaultdict(list)
+        self._read: RuleState | None = None  # the record as the last pass read it
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RunReport:
@@ -109,16 +123,21 @@ class Worker:
             while True:
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
-                if self._pass(pool, pool_size):
+                found = self._pass(pool, pool_size)
+                if found is PassResult.FULL:
                     continue  # more may have become due meanwhile
                 if self.sharing.group is not None:
                     self.sharing.leave_group()
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
-                rearm = self.runtime.rule_sync.rearm(self.touched)
+                # The re-arm starts from the pass's read of the record (nothing of ours wrote it
+                # since; the shards it wrote to are read again whatever the record says).
+                rearm = self.runtime.rule_sync.rearm(self.touched, self._read)
                 if rearm.outcome is not Outcome.DUE_SOON:
                     return self._finish(rearm.outcome.value)
                 assert rearm.head is not None
+                if found is PassResult.DRAINED and rearm.head <= self.clock.now() + self.prepare:
+                    continue  # became due while the pass ran: pass again, no wait
                 wait_seconds = (rearm.head - self.clock.now()).total_seconds()
                 if self.remaining() - wait_seconds < self.margin:
                     # Beyond this invocation: spend what it has first, so a short timeout does not
@@ -128,7 +147,7 @@ class Worker:
                         self._sleep(usable)
                         continue
                     return self._reinvoke("next due time is beyond this invocation")
-                claim = self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline)
+                claim = self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline, rearm.record)
                 if claim is WaitClaim.COVERED:
                     return self._finish("covered", "another invocation is waiting for an earlier time")
                 if claim is WaitClaim.MOVED:
@@ -143,24 +162,25 @@ class Worker:
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()
 
-    def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> bool:
+    def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> PassResult:
         """Submit every claimable entry due by now (and the next `prepare`), at most `pool_size` in
-        flight. True if any."""
+        flight."""
         self.report.passes += 1
         now = self.clock.now()
         in_flight: set[Future[Done]] = set()
-        submitted = 0
+        submitted, full = 0, False
         due = self.runtime.rule_sync.due_shards(now + self.prepare, self.sharing.group)
-        if not due:
-            return False
+        self._read = due.record
+        if not due.shards:
+            return PassResult.EMPTY
         with self.leases.renewing():
             for entry in self.store.merged_entries(
-                up_to=now + self.prepare, page_size=self.settings.page_size, shards=due
+                up_to=now + self.prepare, page_size=self.settings.page_size, shards=due.shards
             ):
                 if not self.sharing.takes(entry, now):
                     continue  # leased elsewhere (its lease end is part of the head), or not ours now
                 if len(in_flight) >= pool_size:
-                    self.sharing.in_burst = True
+                    full = self.sharing.in_burst = True
                     if self.sharing.fan_out():
                         self.sharing.release_probe(entry.shard)
                         break  # the next pass reads only this invocation's group
@@ -169,6 +189,7 @@ class Worker:
                     self._collect(done)
                 if self.remaining() < self.margin or drain.stopping():
                     self.sharing.release_probe(entry.shard)
+                    full = True
                     break  # out of time, or the process is stopping: finish what is held
                 self.touched.add(entry.shard)
                 # The invocation's log context (function, request id) follows the occurrence into the pool.
@@ -180,7 +201,9 @@ class Worker:
         self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
         lateness_by_kind, self._lateness_by_kind = self._lateness_by_kind, defaultdict(list)
         emit_by_dimensions(constants.METRIC_LATENESS, MetricUnit.Milliseconds, lateness_by_kind)
-        return submitted > 0
+        if not submitted:
+            return PassResult.EMPTY
+        return PassResult.FULL if full else PassResult.DRAINED
 
     def _collect(self, done: set[Future[Done]]) -> None:
         for future in done:

@@ -352,7 +352,8 @@ def test_the_standin_answers_the_store_and_a_worker_run_as_moto_does(
     assert results["delete a gone entry"] is False and results["cas lost"] is None
     assert results["kick"] is True and results["kick again"] is False
     assert results["repair a published version"] is False and results["waiter taken"] is False
-    assert results["claim waiter"] is True and results["release waiter"] is True
+    assert results["claim waiter"] is True and results["release waiter"].waiter_owner is None
+    assert results["confirm"].published
     assert results["reschedule"] is True and results["replace on a wrong version"] is False
     assert len(results["merged due now, pages of 3"]) == 50
     # and so are the worker's report, the rule it left, the raw error shapes and the final table

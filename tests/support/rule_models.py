@@ -24,11 +24,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from nexttick.config import Precision
-from nexttick.rulesync import Outcome, RearmResult, RuleSync, WaitClaim, head_later
+from nexttick.rulesync import DueShards, Outcome, RearmResult, RuleSync, WaitClaim, head_later
 from nexttick.runtime import Runtime
 from nexttick.schedules import Timing
 from nexttick.store.records import RuleState
-from nexttick.worker.loop import RunReport, Worker
+from nexttick.worker.loop import PassResult, RunReport, Worker
 from tests.support.interleave import Op, Replay, replay_step
 
 TIMING = Timing(precision=Precision.SECOND)
@@ -93,10 +93,6 @@ class Record:
             heads=None if self.heads is None else dict(self.heads),
         )
 
-    def recorded_heads(self, shards: tuple[int, ...]) -> dict[int, datetime | None]:
-        known = dict(self.heads or ())
-        return {shard: known[shard] for shard in shards if shard in known}
-
     def lower_head(self, shard: int, at: datetime) -> tuple[Record, RuleState | None]:
         heads = dict(self.heads or ())
         if shard not in heads or not head_later(heads[shard], at):
@@ -128,10 +124,11 @@ class Record:
             return self, None
         return replace(self, armed=minute, version=expected + 1), expected + 1
 
-    def confirm(self, version: int) -> tuple[Record, bool]:
+    def confirm(self, version: int) -> tuple[Record, RuleState | None]:
         if self.version != version:
-            return self, False
-        return replace(self, published=version), True
+            return self, None
+        record = replace(self, published=version)
+        return record, record.state()
 
     def claim_repair(self, version: int) -> tuple[Record, bool]:
         if self.version != version or self.published == version or self.repaired == version:
@@ -154,10 +151,11 @@ class Record:
             return self, False
         return replace(self, waiter_at=at, waiter_until=until, waiter_owner=owner), True
 
-    def release_waiter(self, owner: str, at: datetime) -> tuple[Record, bool]:
+    def release_waiter(self, owner: str, at: datetime) -> tuple[Record, RuleState | None]:
         if self.waiter_owner != owner or self.waiter_at != at:
-            return self, False
-        return replace(self, waiter_at=None, waiter_until=None, waiter_owner=None), True
+            return self, None
+        record = replace(self, waiter_at=None, waiter_until=None, waiter_owner=None)
+        return record, record.state()
 
     def mark_kicked(self, now: datetime, not_since: datetime) -> tuple[Record, bool]:
         if self.kicked is not None and self.kicked >= not_since:
@@ -209,7 +207,7 @@ class ModelStore:
         self.record, result = self.record.cas(expected_version, armed_minute)
         return result
 
-    def confirm_published(self, version: int) -> bool:
+    def confirm_published(self, version: int) -> RuleState | None:
         self.record, result = self.record.confirm(version)
         return result
 
@@ -224,9 +222,6 @@ class ModelStore:
         return {
             s: min((d for i, d in self.entries.items() if shard_of(i) == s), default=None) for s in shards
         }
-
-    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
-        return self.record.recorded_heads(tuple(shards))
 
     def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
         self.record, result = self.record.lower_head(shard, at)
@@ -252,7 +247,7 @@ class ModelStore:
         self.record, result = self.record.claim_waiter(at, owner, until, stale_before, expected_version)
         return result
 
-    def release_waiter(self, owner: str, at: datetime) -> bool:
+    def release_waiter(self, owner: str, at: datetime) -> RuleState | None:
         self.record, result = self.record.release_waiter(owner, at)
         return result
 
@@ -324,15 +319,15 @@ class NaiveRuleSync(RuleSync):
         self.rule.put(self.timing.fire_minute(head) if head else None)
         return Outcome.ARMED
 
-    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> set[int]:
-        return set(range(SHARDS) if among is None else among)
+    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> DueShards:
+        return DueShards(set(range(SHARDS) if among is None else among), RuleState(None, 0))
 
     def _queue_head(self) -> datetime | None:
         """The proof of concept reads the whole queue's head (the model store answers it)."""
         head: datetime | None = cast(Any, self.store).head()
         return head
 
-    def rearm(self, touched: Collection[int] = ()) -> RearmResult:
+    def rearm(self, touched: Collection[int] = (), read: RuleState | None = None) -> RearmResult:
         head = self._queue_head()
         target = self.timing.fire_minute(head) if head is not None else None
         if target is not None and not self.timing.armable(target, self.clock.now()):
@@ -340,14 +335,16 @@ class NaiveRuleSync(RuleSync):
         self.rule.put(target)
         return RearmResult(Outcome.ARMED, head, target)
 
-    def claim_wait(self, head: datetime, owner: str, until: datetime) -> WaitClaim:
+    def claim_wait(
+        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None
+    ) -> WaitClaim:
         return WaitClaim.CLAIMED  # every invocation sleeps for its head
 
 
 class NoRecheckRuleSync(RuleSync):
     """Our protocol minus the worker's second head read after raising the record."""
 
-    def _recheck_head(self, head: datetime | None, target: datetime | None) -> RearmResult:
+    def _recheck_head(self, head: datetime | None, target: datetime | None, after: RuleState) -> RearmResult:
         return RearmResult(Outcome.ARMED, head, target)
 
 
@@ -405,7 +402,9 @@ class NoBackstopRuleSync(RuleSync):
             return state.armed_minute, False
         return (self.timing.fire_minute(head) if head is not None else None), False
 
-    def claim_wait(self, head: datetime, owner: str, until: datetime) -> WaitClaim:
+    def claim_wait(
+        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None
+    ) -> WaitClaim:
         stale_before = self.clock.now() - self.timing.clock_skew
         if self.store.claim_waiter(head, owner, until, stale_before):
             return WaitClaim.CLAIMED
@@ -452,8 +451,8 @@ class NoLowerRuleSync(RuleSync):
     """An editor never lowers its entry's shard head (defect: a pass reads only shards whose
     recorded head is due, so the new entry waits until something else makes its shard due)."""
 
-    def cover_shard(self, shard: int, due: datetime) -> RuleState:
-        return self.store.read_rule_state()
+    def cover_shard(self, shard: int, due: datetime, read: RuleState | None = None) -> RuleState:
+        return read or self.store.read_rule_state()
 
 
 # ------------------------------------------------------------------------------ the model checker
@@ -659,7 +658,7 @@ class StoreView:
     def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
         return self._call("cas_rule_state", expected_version, armed_minute)
 
-    def confirm_published(self, version: int) -> bool:
+    def confirm_published(self, version: int) -> RuleState | None:
         return self._call("confirm_published", version)
 
     def claim_repair(self, version: int) -> bool:
@@ -671,9 +670,6 @@ class StoreView:
     def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
         """The shards are read in parallel; the model reads them in one step."""
         return self._call("shard_heads", tuple(sorted(shards)))
-
-    def recorded_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
-        return self._call("recorded_heads", tuple(sorted(shards)))
 
     def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
         return self._call("lower_shard_head", shard, at)
@@ -695,7 +691,7 @@ class StoreView:
     ) -> bool:
         return self._call("claim_waiter", at, owner, until, stale_before, expected_version)
 
-    def release_waiter(self, owner: str, at: datetime) -> bool:
+    def release_waiter(self, owner: str, at: datetime) -> RuleState | None:
         return self._call("release_waiter", owner, at)
 
     def run(self, task_id: str) -> None:
@@ -774,30 +770,35 @@ class ModelWorker(Worker):
         super().__init__(*args, **kwargs)
         self.prepare = timedelta(0)
 
-    def _pass(self, pool: Any, pool_size: int) -> bool:
+    def _pass(self, pool: Any, pool_size: int) -> PassResult:
         self.report.passes += 1
         now = self.clock.now()
-        ran = False
+        submitted, full = 0, False
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
         due = self.runtime.rule_sync.due_shards(now + self.prepare, self.sharing.group)
-        keys = queue.due_keys(now, tuple(sorted(due)))
+        self._read = due.record
+        keys = queue.due_keys(now, tuple(sorted(due.shards)))
         if len(keys) >= FAN_OUT_AT and self.sharing.fan_out():
-            return True  # as the real pass: the next one reads only this invocation's group
+            return PassResult.FULL  # as the real pass: the next one reads only this invocation's group
         for key in keys:
-            if self.remaining() < self.margin:
-                break
             shard = shard_of(key[1])
             group = self.sharing.group
             if (group is not None and shard not in group) or self.sharing.left_to_another(shard):
                 continue
+            full = full or submitted >= pool_size  # one more than the pool holds at once
+            if self.remaining() < self.margin:
+                full = True
+                break
             self.touched.add(shard)
+            submitted += 1
             task_id = queue.claim_entry(key, now, now + self.lease)
             if task_id is None:
                 continue  # contended, stale (deleted) or deferred (a write in flight)
             queue.run(task_id)  # with the claim: recording a run commutes with everything
             queue.complete(task_id, key)
-            ran = True
-        return ran
+        if not submitted:
+            return PassResult.EMPTY
+        return PassResult.FULL if full else PassResult.DRAINED
 
     def _finish(self, outcome: str, reason: str | None = None) -> RunReport:
         self.report.outcome = outcome
@@ -881,19 +882,21 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     rt = _runtime(replay, scenario)
     store: Any = rt.store
     jobs = store.keeper_take()
+    record: RuleState | None = None
     if any(job[0] == "rule" for job in jobs):
-        rt.rule_sync.confirm()
+        _, record = rt.rule_sync.confirm()
     dues = sorted((job[1], job[2]) for job in jobs if job[0] == "due")
     earliest: dict[int, datetime] = {}
     for due, shard in dues:
         earliest.setdefault(shard, due)
     for shard, due in sorted(earliest.items()):
-        rt.rule_sync.cover_shard(shard, due)
+        record = rt.rule_sync.cover_shard(shard, due, record)
     now = rt.clock.now()
     close = [d for d in dues if not TIMING.armable(TIMING.fire_minute(d[0]), now)]
     armable = [d for d in dues if TIMING.armable(TIMING.fire_minute(d[0]), now)]
     for due, shard in close[:1] + armable[:1]:
-        rt.rule_sync.on_task_due(due, shard)
+        rt.rule_sync.on_task_due(due, shard, record)
+        record = None
     store.keeper_done(jobs)
 
 
@@ -960,8 +963,6 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         return {shard: world.shard_head(shard) for shard in args[0]}
     if name == "shard_heads_unleased":
         return {shard: world.shard_head(shard, leases=False) for shard in args[0]}
-    if name == "recorded_heads":
-        return world.record.recorded_heads(args[0])
     if name == "lower_shard_head":
         world.record, lowered = world.record.lower_head(*args)
         return lowered
@@ -1430,12 +1431,11 @@ class _Frame:
 
 _RECORD_WRITES = {
     "cas_rule_state",
-    "confirm_published",
     "claim_repair",
     "claim_waiter",
-    "release_waiter",
     "try_mark_kicked",
 }
+_RECORD_WRITES_RETURNING = {"confirm_published", "release_waiter"}  # they return the whole record
 _ALL_HEADS = {f"heads:{shard}": "r" for shard in range(SHARDS)}
 
 
@@ -1457,8 +1457,8 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         return {"record": "w", **jobs}
     if name in _RECORD_WRITES:
         return {"record": "w"}
-    if name == "recorded_heads":
-        return {f"heads:{shard}": "r" for shard in args[0]}
+    if name in _RECORD_WRITES_RETURNING:
+        return {"record": "w", **_ALL_HEADS}
     if name == "lower_shard_head":  # returns the whole record as written
         return {"record": "r", **_ALL_HEADS, f"heads:{args[0]}": "w"}
     if name == "raise_shard_heads":
