@@ -302,25 +302,25 @@ def _burst_rows(results: dict[str, Any]) -> list[Row]:
 def _cost_rows(results: dict[str, Any]) -> list[Row]:
     c = results["cost"]
     anchor = "EventBridge Scheduler $1.00 per million"
-    units = None if c["wru_per_task"] is None else c["wru_per_task"] <= 4 and c["rru_per_task"] <= 2
-    sparse = c["rru_per_task_sparse"]
+    units = None if c["wru_per_task"] is None else c["wru_per_task"] <= 3 and c["rru_per_task"] <= 1.5
+    sparse, sparse_wru = c["rru_per_task_sparse"], c["wru_per_task_sparse"]
     putrule = None if c["putrule_per_task"] is None else c["putrule_per_task"] <= 0.1
     usd = c["usd_per_million_provisioned"]
     return [
         _row(
             "DynamoDB units per one-shot task lifecycle (dense: 1,000 per worker run)",
             anchor,
-            "≤ 4 WRU + ≤ 2 RRU",
+            "≤ 3 WRU + ≤ 1.5 RRU",
             f"{_n(c['wru_per_task'])} WRU + {_n(c['rru_per_task'])} RRU",
             units,
         ),
         _row(
-            "DynamoDB read units per one-shot task (sparse: alone in the queue, create to completion "
+            "DynamoDB units per one-shot task (sparse: alone in the queue, create to completion "
             "in `second` mode, early wake included)",
             anchor,
-            "≤ 20 RRU",
-            f"{_n(sparse)} RRU ({_n(c['wru_per_task_sparse'])} WRU)",
-            None if sparse is None else sparse <= 20,
+            "≤ 6 RRU + ≤ 8 WRU",
+            f"{_n(sparse)} RRU + {_n(sparse_wru)} WRU",
+            None if sparse is None or sparse_wru is None else sparse <= 6 and sparse_wru <= 8,
         ),
         _row(
             "PutRule calls per task, dense creates in random order",
@@ -473,27 +473,27 @@ SHORTFALL: dict[str, str] = {
         "claim, its run record in the task's history, the task's outcome, the entry's delete): 6; a "
         "worker pass adds one more, its minute of the lateness histogram (shared by the pass's runs). "
         "The run record is the price of the run history (one record per attempt). Four needs two item "
-        "writes less per task, e.g. a queue entry that carries the task (one item per pending "
-        "occurrence) and a run history kept in fewer, larger items — a change of the data layout, "
-        "not made here."
+        "writes less per task, three needs three: a queue entry that carries the task (one item per "
+        "pending occurrence, created with one write, claimed with one conditional write whose answer "
+        "replaces the task read) and the attempt kept on that item at completion (no run record, no "
+        "delete) — a change of the data layout, not made yet."
     ),
-    "DynamoDB read units per one-shot task (sparse": (
-        "every read of the queue reads every shard (16 strongly consistent Queries, at least 1 read "
-        "unit each), and a sparse task's invocation reads it six times: before its sleep a pass "
-        "(nothing due yet: the rule fired 70-130 s early) and the re-arm's head read; after its wake "
-        "the pass that runs the task, an empty pass, the re-arm's head read and its re-check (the "
-        "rule protocol needs the second read: a mutant without it is caught by the model checker). "
-        "That is 96 Queries (6 x 16) per task; the other reads are rule-record reads (the "
-        "worker's, the keeper's) and the task's. `minute` precision reads about as much: its rule "
-        "fires at the start of the task's minute, so its invocation also passes, sleeps and passes "
-        "again. Dropping the empty second pass measured 51 (worker started after the task was due) "
-        "but delayed deliveries in the local stack. Closing it: read only shards that can hold "
-        "due work — a per-shard head kept where the re-arm reads it, or fewer shards for a small "
-        "table."
+    "DynamoDB units per one-shot task (sparse": (
+        "reads: the worker's wake reads only the task's shard (the rule record's shard heads), its "
+        "re-arm starts from the pass's read and takes the record from its own conditional writes' "
+        "answers, and the keeper reads the record once per batch — what is left is a read of the "
+        "record per create, per pass and per keeper batch (about 7), the shard read by the pass, by "
+        "the re-arm and again after raising its head (the second read the model checker's mutant "
+        "shows is needed), and the task's read. Writes: the create's entry, head lowering, task, "
+        "record CAS and confirmation; the early wake's CAS, confirmation and wait claim; the run's "
+        "claim, run record, task outcome, entry delete and lateness minute; the re-arm's release, "
+        "head raise, CAS and confirmation. Closing it: the one-item layout (create 1 write, claim "
+        "without the task read, completion 1 write), then folding the wait claim and the head raise "
+        "into the record writes the wake makes anyway."
     ),
     "cost per million": (
         "the write units above dominate (6 per task), then Lambda's duration; the figure follows the "
-        "units: ≤ 4 write units and less Lambda CPU per fire would bring it to about $1."
+        "units: 3 write units and less Lambda CPU per fire would bring it to about $1."
     ),
     "fan-out: a burst": (
         "see the fan-out section: a duplicate or a lost task would be a defect; lost claims come from "
