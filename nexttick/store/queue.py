@@ -13,7 +13,7 @@ from typing import Any
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.expressions.condition import Condition
 
-from nexttick.store import keys
+from nexttick.store import keys, wire
 from nexttick.store.base import StoreBase, condition_failed
 from nexttick.store.mapping import queue_entry, queue_item
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord
@@ -72,9 +72,9 @@ class QueueStore(StoreBase):
     def discard_entry(self, ref: EntryRef) -> bool:
         """Delete an entry only if it is still the one with `ref.token` (never someone else's). Alone,
         for entries no task points at (a crash's leftovers); the write protocol uses it in order."""
-        item = self.models.queue(keys.queue_pk(ref.shard, parked=ref.parked), ref.key)
+        condition = self.models.queue.token == ref.token
         try:
-            item.delete(condition=self.models.queue.token == ref.token)
+            self.table.delete_item(keys.queue_pk(ref.shard, parked=ref.parked), ref.key, condition=condition)
         except DeleteError as exc:
             if condition_failed(exc):
                 return False
@@ -103,20 +103,22 @@ class QueueStore(StoreBase):
         """`claim`, and on failure the entry as stored (None when it is gone): whether another
         worker holds it, or it changed under a task write."""
         q = self.models.queue
-        item = q(keys.queue_pk(entry.shard), entry.key)
         condition: Condition = (
             q.pk.exists()
             & (q.token == entry.token)
             & (q.lease_until.does_not_exist() | (q.lease_until <= to_epoch(now)))
         )
         try:
-            item.update(
+            claimed = self.table.update_item(
+                keys.queue_pk(entry.shard),
+                entry.key,
                 actions=[
                     q.lease_until.set(to_epoch(lease_until)),
                     q.lease_owner.set(owner),
                     q.attempt.add(1),
                 ],
                 condition=condition,
+                return_values="ALL_NEW",
             )
         except UpdateError as exc:
             if not condition_failed(exc):
@@ -131,9 +133,9 @@ class QueueStore(StoreBase):
                 return None, stored
             stored.attempt -= 1
             return stored, None
-        claimed = queue_entry(item, entry.shard)
-        claimed.attempt -= 1
-        return claimed, None
+        ours = wire.queue_entry_of(claimed["Attributes"], entry.shard)
+        ours.attempt -= 1
+        return ours, None
 
     def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
         """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when
