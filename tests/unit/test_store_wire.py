@@ -52,11 +52,8 @@ def test_a_task_is_written_and_read_as_the_model_does(original: object) -> None:
 def test_missing_attributes_read_as_the_model_reads_them() -> None:
     # An item written by an older release, without the attributes that have defaults
     full = task_item(TaskItem, record()).serialize()
-    sparse = {
-        name: value
-        for name, value in full.items()
-        if name not in {"timezone", "attempts", "runs", "queue_parked", "dst_skipped", "run_seq", "max_attempts"}
-    }
+    defaulted = {"timezone", "attempts", "runs", "queue_parked", "dst_skipped", "run_seq", "max_attempts"}
+    sparse = {name: value for name, value in full.items() if name not in defaulted}
     sparse["last_run"] = {"M": {k: v for k, v in full["last_run"]["M"].items() if k != "attempt"}}
     assert wire.TASKS.decode(sparse) == task_record(TaskItem.from_raw_data(sparse))
 
