@@ -9,10 +9,12 @@ points at. Task reads are strongly consistent.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from enum import StrEnum
 
+from pynamodb.constants import PUT_ITEM
 from pynamodb.exceptions import PutError
 
 from nexttick.constants import TASK_SK
@@ -20,6 +22,7 @@ from nexttick.store import keys, wire
 from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
 from nexttick.store.models import QueueItem, TaskItem
+from nexttick.store.prebuilt import Prebuilt
 from nexttick.store.queue import QueueStore
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus, occurrence_of
 from nexttick.store.rule import RuleStateStore
@@ -140,16 +143,23 @@ class TaskWrites(QueueStore, RuleStateStore):
 
         Every field is written each time, so no half-applied update can exist. The queue pointer is
         written as given: use `swap_occurrence` to move the task to another entry."""
-        condition = self.models.task.version == expected_version
         try:
-            self.table.put_item(
-                keys.task_pk(record.id), TASK_SK, attributes=wire.TASKS.encode(record), condition=condition
+            self._put_task.send(
+                keys.task_pk(record.id), TASK_SK, wire.TASKS.encode(record), version=expected_version
             )
         except PutError as exc:
             if not condition_failed(exc):
                 raise
             return self._stored_as_written(task_item(self.models.task, record))
         return True
+
+    @functools.cached_property
+    def _put_task(self) -> Prebuilt:
+        """The task's PutItem, only while its stored version is `version` (compare-and-set)."""
+        stored = self.models.task.version
+        return Prebuilt(
+            self.table, PUT_ITEM, {"version": stored}, lambda version: {"condition": stored == version}
+        )
 
     def _stored_as_written(self, item: TaskItem) -> bool:
         """Whether the stored task is exactly `item`, after its conditional put failed. The SDK
