@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from pynamodb.connection import TableConnection
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 
 from nexttick.store.models import BoundModels
@@ -18,6 +19,12 @@ class StoreBase:
     models: BoundModels
     shards: int
     _pool: ThreadPoolExecutor
+
+    @property
+    def table(self) -> TableConnection:
+        """The models' shared connection to the table: the hot path's requests go through it with
+        items in the wire format (nexttick.store.wire), without building model instances."""
+        return self.models.task._get_connection()
 
 
 def condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:

@@ -51,7 +51,7 @@ def _stored(value: Any) -> Any:
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def field_hints(cls: type) -> dict[str, Any]:
     """A record class's resolved field types, resolved once (it costs more than the rest of a read)."""
     hints = _HINTS.get(cls)
     if hints is None:
@@ -63,15 +63,15 @@ def _read(cls: type[T], source: Any, stored_as: dict[str, str]) -> T:
     """An instance of dataclass `cls` from the attributes of `source`, each converted to its field's
     type (DynamoDB numbers come back as int or float whatever was written; a missing attribute
     takes the field's default)."""
-    hints = _hints(cls)
+    hints = field_hints(cls)
     values = {
-        f.name: _convert(hints[f.name], getattr(source, stored_as.get(f.name, f.name)), f)
+        f.name: field_value(hints[f.name], getattr(source, stored_as.get(f.name, f.name)), f)
         for f in fields(cls)  # type: ignore[arg-type]
     }
     return cls(**values)
 
 
-def _convert(hint: Any, value: Any, field: Field[Any]) -> Any:
+def field_value(hint: Any, value: Any, field: Field[Any]) -> Any:
     if value is None:
         return None if field.default is MISSING else field.default
     if isinstance(hint, types.UnionType):  # `X | None`: the fields have one type besides None

@@ -3,6 +3,7 @@ due order (strongly consistent queries of base-table items, never a Scan or a GS
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import uuid
@@ -10,12 +11,15 @@ from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import Any
 
+from pynamodb.attributes import Attribute
+from pynamodb.constants import ALL_NEW, DELETE_ITEM, UPDATE_ITEM
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 from pynamodb.expressions.condition import Condition
 
-from nexttick.store import keys
+from nexttick.store import keys, wire
 from nexttick.store.base import StoreBase, condition_failed
 from nexttick.store.mapping import queue_entry, queue_item
+from nexttick.store.prebuilt import Prebuilt
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord
 from nexttick.timeutil import from_epoch, to_epoch
 
@@ -72,9 +76,8 @@ class QueueStore(StoreBase):
     def discard_entry(self, ref: EntryRef) -> bool:
         """Delete an entry only if it is still the one with `ref.token` (never someone else's). Alone,
         for entries no task points at (a crash's leftovers); the write protocol uses it in order."""
-        item = self.models.queue(keys.queue_pk(ref.shard, parked=ref.parked), ref.key)
         try:
-            item.delete(condition=self.models.queue.token == ref.token)
+            self._delete_entry.send(keys.queue_pk(ref.shard, parked=ref.parked), ref.key, token=ref.token)
         except DeleteError as exc:
             if condition_failed(exc):
                 return False
@@ -102,21 +105,14 @@ class QueueStore(StoreBase):
     ) -> tuple[QueueEntry | None, QueueEntry | None]:
         """`claim`, and on failure the entry as stored (None when it is gone): whether another
         worker holds it, or it changed under a task write."""
-        q = self.models.queue
-        item = q(keys.queue_pk(entry.shard), entry.key)
-        condition: Condition = (
-            q.pk.exists()
-            & (q.token == entry.token)
-            & (q.lease_until.does_not_exist() | (q.lease_until <= to_epoch(now)))
-        )
         try:
-            item.update(
-                actions=[
-                    q.lease_until.set(to_epoch(lease_until)),
-                    q.lease_owner.set(owner),
-                    q.attempt.add(1),
-                ],
-                condition=condition,
+            claimed = self._claim_entry.send(
+                keys.queue_pk(entry.shard),
+                entry.key,
+                token=entry.token,
+                now=to_epoch(now),
+                until=to_epoch(lease_until),
+                owner=owner,
             )
         except UpdateError as exc:
             if not condition_failed(exc):
@@ -131,9 +127,41 @@ class QueueStore(StoreBase):
                 return None, stored
             stored.attempt -= 1
             return stored, None
-        claimed = queue_entry(item, entry.shard)
-        claimed.attempt -= 1
-        return claimed, None
+        ours = wire.queue_entry_of(claimed["Attributes"], entry.shard)
+        ours.attempt -= 1
+        return ours, None
+
+    @functools.cached_property
+    def _claim_entry(self) -> Prebuilt:
+        """The claim's UpdateItem: unchanged (`token`), not leased or its lease ended by `now`; sets
+        the lease (`until`, `owner`) and counts the attempt, answering the entry as it is now."""
+        q = self.models.queue
+        slots: dict[str, Attribute[Any]] = {
+            "token": q.token,
+            "now": q.lease_until,
+            "until": q.lease_until,
+            "owner": q.lease_owner,
+        }
+        return Prebuilt(
+            self.table,
+            UPDATE_ITEM,
+            slots,
+            lambda token, now, until, owner: {
+                "actions": [q.lease_until.set(until), q.lease_owner.set(owner), q.attempt.add(1)],
+                "condition": q.pk.exists()
+                & (q.token == token)
+                & (q.lease_until.does_not_exist() | (q.lease_until <= now)),
+                "return_values": ALL_NEW,
+            },
+        )
+
+    @functools.cached_property
+    def _delete_entry(self) -> Prebuilt:
+        """An entry's DeleteItem, only while it holds `token`."""
+        q = self.models.queue
+        return Prebuilt(
+            self.table, DELETE_ITEM, {"token": q.token}, lambda token: {"condition": q.token == token}
+        )
 
     def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
         """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when

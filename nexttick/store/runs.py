@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from nexttick.constants import RUN_SK_PREFIX
-from nexttick.store import keys
+from nexttick.store import keys, wire
 from nexttick.store.base import StoreBase
-from nexttick.store.mapping import run_item, run_record
+from nexttick.store.mapping import run_record
 from nexttick.store.records import RunRecord
 
 
@@ -18,7 +18,11 @@ class RunStore(StoreBase):
     def put_run(self, run: RunRecord, *, slots: int, expires_at: datetime) -> None:
         """Write `run` into slot `seq % slots`, over the oldest record (or the same run written by an
         earlier try of the same completion: the slot follows from the task's run counter)."""
-        run_item(self.models.run, run, run.seq % slots, expires_at).save()
+        self.table.put_item(
+            keys.task_pk(run.task_id),
+            keys.run_sort_key(run.seq % slots),
+            attributes=wire.run_attributes(run, expires_at),
+        )
 
     def read_runs(self, task_id: str, *, slots: int) -> list[RunRecord]:
         """The task's kept runs, newest first (one strongly consistent Query of its partition). A ring

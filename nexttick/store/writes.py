@@ -9,17 +9,20 @@ points at. Task reads are strongly consistent.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from enum import StrEnum
 
+from pynamodb.constants import PUT_ITEM
 from pynamodb.exceptions import PutError
 
 from nexttick.constants import TASK_SK
-from nexttick.store import keys
+from nexttick.store import keys, wire
 from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
 from nexttick.store.models import QueueItem, TaskItem
+from nexttick.store.prebuilt import Prebuilt
 from nexttick.store.queue import QueueStore
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus, occurrence_of
 from nexttick.store.rule import RuleStateStore
@@ -52,11 +55,8 @@ class TaskWrites(QueueStore, RuleStateStore):
     """The tasks of TaskStore, and the write protocol that moves them between queue entries."""
 
     def get_task(self, task_id: str) -> TaskRecord | None:
-        try:
-            item = self.models.task.get(keys.task_pk(task_id), TASK_SK, consistent_read=True)
-        except self.models.task.DoesNotExist:
-            return None
-        return task_record(item)
+        item = self.table.get_item(keys.task_pk(task_id), TASK_SK, consistent_read=True).get("Item")
+        return wire.TASKS.decode(item) if item else None
 
     def get_tasks(self, task_ids: Iterable[str]) -> dict[str, TaskRecord]:
         """The existing tasks among `task_ids`, by id: strongly consistent BatchGetItem calls (100
@@ -143,14 +143,23 @@ class TaskWrites(QueueStore, RuleStateStore):
 
         Every field is written each time, so no half-applied update can exist. The queue pointer is
         written as given: use `swap_occurrence` to move the task to another entry."""
-        item = task_item(self.models.task, record)
         try:
-            item.save(condition=self.models.task.version == expected_version)
+            self._put_task.send(
+                keys.task_pk(record.id), TASK_SK, wire.TASKS.encode(record), version=expected_version
+            )
         except PutError as exc:
             if not condition_failed(exc):
                 raise
-            return self._stored_as_written(item)
+            return self._stored_as_written(task_item(self.models.task, record))
         return True
+
+    @functools.cached_property
+    def _put_task(self) -> Prebuilt:
+        """The task's PutItem, only while its stored version is `version` (compare-and-set)."""
+        stored = self.models.task.version
+        return Prebuilt(
+            self.table, PUT_ITEM, {"version": stored}, lambda version: {"condition": stored == version}
+        )
 
     def _stored_as_written(self, item: TaskItem) -> bool:
         """Whether the stored task is exactly `item`, after its conditional put failed. The SDK
