@@ -12,7 +12,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from decimal import Decimal
 from enum import StrEnum
+from typing import Any
 
 from pynamodb.constants import PUT_ITEM
 from pynamodb.exceptions import PutError
@@ -170,7 +172,7 @@ class TaskWrites(QueueStore, RuleStateStore):
             stored = self.models.task.get(item.pk, TASK_SK, consistent_read=True)
         except self.models.task.DoesNotExist:
             return False
-        return bool(stored.serialize() == item.serialize())
+        return bool(_canonical(stored.serialize()) == _canonical(item.serialize()))
 
     def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
         """Write many new pending tasks, each with a fresh queue entry at its `due`, with
@@ -198,3 +200,13 @@ class TaskWrites(QueueStore, RuleStateStore):
             entry = self._new_entry(record.id, occurrence_of(record, record.due), created_at)
             record.queue_key, record.queue_token = entry.key, entry.token
             yield queue_item(self.models.queue, entry), task_item(self.models.task, record)
+
+
+def _canonical(value: Any) -> Any:
+    """A serialised item with every number in one form: DynamoDB stores numbers normalised (a
+    written "30.0" reads back as "30"), so our own write must compare equal to what it reads."""
+    if isinstance(value, dict):
+        return {k: Decimal(v).normalize() if k == "N" else _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value

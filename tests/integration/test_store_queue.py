@@ -161,3 +161,28 @@ def test_merged_entries_read_all_first_pages_at_once_and_merge_in_run_time_order
     assert [e.task_id for e in merged] == sorted(
         (i for i, at in times.items() if at <= NOW), key=lambda i: (times[i], i)
     )
+
+
+def test_a_resent_write_is_recognised_as_ours_after_dynamodb_normalised_its_numbers(
+    runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
+    store = runtime.store
+    client = store.models.task._get_connection().connection.client
+    key = {"pk": {"S": "T#norm"}, "sk": {"S": "T"}}
+    record = pending_once("norm", NOW, NOW)
+    record.retry_backoff_seconds = 30.0  # written as "30.0"
+    store.create_task(record)
+    record.version = 2
+    assert store.replace_task(record, expected_version=1) is True
+    # Given the item as DynamoDB stores it: numbers normalised ("30.0" reads back as "30"; moto keeps
+    # the text it was sent, so the test writes the normalised form itself)
+    item = client.get_item(TableName=store.table_name, Key=key, ConsistentRead=True)["Item"]
+    assert item["retry_backoff_seconds"] == {"N": "30.0"}
+    item["retry_backoff_seconds"] = {"N": "30"}
+    client.put_item(TableName=store.table_name, Item=item)
+    # When the SDK resends the compare-and-set whose answer was lost (its condition now fails on its
+    # own first write), Then the store recognises that write as its own
+    assert store.replace_task(record, expected_version=1) is True
+    # And a different write at that version is still a lost race
+    record.payload = {"other": True}
+    assert store.replace_task(record, expected_version=1) is False
