@@ -39,11 +39,13 @@ browser: ## install Chromium for the browser tests (root + apt-get), else say th
 run: $(STAMP) ## start the local stack (moto + API + emulated EventBridge + worker)
 	$(VENV)/bin/nexttick local
 
-# Three workers on two cores: the end-to-end tests spend most of their time waiting for tasks to
-# fall due. The local stack's lateness bounds hold beside the others' load (a wake reads only the
-# shards whose head is due and claims 0.5 s ahead of the instant).
+# Tests marked `timing` assert lateness bounds of the local stack: they run after the parallel
+# part, alone, so the other workers' load is not measured as lateness. Three workers on two cores:
+# the end-to-end tests spend most of their time waiting for tasks to fall due (10.4 instead of
+# 14.5 minutes for the parallel part on a 2-core machine).
 test: $(STAMP) browser ## the whole offline suite: unit, integration, infrastructure, e2e
-	$(VENV)/bin/pytest -n 3 --dist loadgroup tests
+	$(VENV)/bin/pytest -n 3 --dist loadgroup -m "not timing" tests
+	$(VENV)/bin/pytest -m timing tests
 
 test-unit: $(STAMP)
 	$(VENV)/bin/pytest tests/unit

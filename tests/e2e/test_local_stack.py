@@ -34,7 +34,7 @@ from bench.localstack import (
 )
 from nexttick.schedules import Timing, rule_expression
 
-pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow]
+pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow, pytest.mark.timing]
 
 # One-shots over HTTP: with the other tasks over 100 deliveries, so the nearest-rank p99 is not
 # simply the maximum (one outlier on a loaded machine may exceed p99, never the max).
