@@ -6,6 +6,7 @@ import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import time_machine
 
@@ -167,7 +168,7 @@ def test_a_resent_write_is_recognised_as_ours_after_dynamodb_normalised_its_numb
     runtime: RecordedRuntime, frozen_now: time_machine.Traveller
 ) -> None:
     store = runtime.store
-    client = store.models.task._get_connection().connection.client
+    client: Any = store.models.task._get_connection().connection.client
     key = {"pk": {"S": "T#norm"}, "sk": {"S": "T"}}
     record = pending_once("norm", NOW, NOW)
     record.retry_backoff_seconds = 30.0  # written as "30.0"
