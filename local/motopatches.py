@@ -1,5 +1,7 @@
 """What the local stack changes in moto, and why: a Query that reads only what it returns, item
-answers as plain JSON, and a dispatcher that does not list moto's package per request.
+answers and stream records as plain JSON, and a dispatcher that does not list moto's package per
+request. The test suite's in-process moto is lightened the same way (tests/conftest.py), so the
+suite runs against the emulator the local stack and the bench use.
 
 Written for moto 5.2.5 (`MOTO_VERSION`). Each patch leans on how moto's own functions behave, so
 `PATCHED` holds a fingerprint of the source of every moto function a patch replaces or relies on;
@@ -10,28 +12,34 @@ patch is re-read before it is trusted again.
 from __future__ import annotations
 
 import bisect
+import calendar
 import copy
 import functools
 import hashlib
 import inspect
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from moto import backends
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
-from moto.dynamodb.models.table import RESULT_SIZE_LIMIT, Table
+from moto.dynamodb.models.table import RESULT_SIZE_LIMIT, StreamRecord, Table
 from moto.dynamodb.responses import DynamoResult
+from moto.dynamodbstreams.models import ShardIterator
+from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 
 MOTO_VERSION = "5.2.5"
 
 _moto_query = Table.query
 _moto_execute_result = DynamoResult.execute_result
 _moto_list_of_modules = backends.list_of_moto_modules
+_moto_streams_serialized = DynamoDBStreamsHandler.serialized
 
 # sha256 of each function's source as moto 5.2.5 ships it: `Table.query` is replaced for base-table
 # queries; `put_item`, `get_item` and `delete_item` are how moto changes a partition, which
-# SortedPartition keeps in order; the two others are replaced outright.
+# SortedPartition keeps in order; `execute_result` and `list_of_moto_modules` are replaced outright;
+# the three stream functions make the GetRecords answer that is answered in plain JSON.
 PATCHED: dict[str, tuple[Callable[..., Any], str]] = {
     "moto.dynamodb.models.table.Table.query": (
         _moto_query,
@@ -52,6 +60,18 @@ PATCHED: dict[str, tuple[Callable[..., Any], str]] = {
     "moto.dynamodb.responses.DynamoResult.execute_result": (
         _moto_execute_result,
         "6333faa349b58671258985778d2aaf02d31e0617aae380442e4c683c36ab248d",
+    ),
+    "moto.dynamodbstreams.responses.DynamoDBStreamsHandler.get_records": (
+        DynamoDBStreamsHandler.get_records,
+        "eca5821a96bdd10d8ae32ccc432f7c7df424a484f388ab2a8ecb2e8c9a2026ce",
+    ),
+    "moto.dynamodbstreams.models.ShardIterator.get": (
+        ShardIterator.get,
+        "8932c0f7250e89963eef1e848bdd205a05c0f6ed94f526ed36ca9b7339442ace",
+    ),
+    "moto.dynamodb.models.table.StreamRecord.__init__": (
+        StreamRecord.__init__,
+        "511904c6352cfd9a0dc7eb26ebbff6ad007d734698d7097b194f7f56a85482be",
     ),
     "moto.backends.list_of_moto_modules": (
         _moto_list_of_modules,
@@ -289,11 +309,41 @@ def serialize_dynamodb_directly() -> None:
     DynamoResult.execute_result = _plain_json_result  # type: ignore[method-assign,assignment]
 
 
+def _stream_timestamp(value: Any) -> Any:
+    """A stream record's ApproximateCreationDateTime as moto's serializer writes it: epoch seconds
+    (moto's clock is naive UTC), truncated to the millisecond."""
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} in a stream record")
+    seconds = calendar.timegm(value.timetuple())
+    return seconds + (value.microsecond // 1000) / 1000.0 if value.microsecond else seconds
+
+
+def _plain_stream_records(self: DynamoDBStreamsHandler, action_result: Any) -> Any:
+    result = action_result.result
+    if self._get_action() == "GetRecords" and isinstance(result, dict):
+        body = json.dumps(result, separators=(",", ":"), default=_stream_timestamp)
+        if '"B":' not in body and '"BS":' not in body:
+            return 200, {"Content-Type": _DYNAMODB_CONTENT_TYPE}, body
+    return _moto_streams_serialized(self, action_result)
+
+
+def serialize_stream_records_directly() -> None:
+    """Answer DynamoDB Streams' GetRecords with the records' JSON as they are.
+
+    moto's generic serializer walks every record's images attribute by attribute: about 14 ms per
+    GetRecords call, the keeper's every poll. The records are already the stream's wire JSON
+    (moto keeps the images as DynamoDB JSON) but for their creation time, a datetime written as
+    epoch seconds as moto writes it. Answers holding a binary attribute still go through moto's
+    serializer (base64). Idempotent."""
+    DynamoDBStreamsHandler.serialized = _plain_stream_records  # type: ignore[method-assign,assignment]
+
+
 def lighten_dynamodb() -> None:
     """moto's DynamoDB as the local stack serves it: sorted partitions for Query, item operations
-    answered in plain JSON (both above). Idempotent."""
+    and stream records answered in plain JSON (all above). Idempotent."""
     query_sorted_partitions()
     serialize_dynamodb_directly()
+    serialize_stream_records_directly()
 
 
 def route_without_listing_moto() -> None:

@@ -11,9 +11,19 @@ import time_machine
 from moto import mock_aws
 
 from editor import Editor
+from local.motopatches import lighten_dynamodb, route_without_listing_moto
 from local.resources import create_resources
 from nexttick.config import NextTickSettings
 from tests.support.aws import FAKE_AWS_ENV, RecordedRuntime
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In-process moto is the emulator the local stack and the bench run (local/motopatches.py; its
+    answers are held equal to moto's own by tests/integration/test_motopatches*.py): moto's generic
+    serializer alone took a third of the fault sweeps' time."""
+    lighten_dynamodb()
+    route_without_listing_moto()
+
 
 TEST_ACTIONS = {"log": {"type": "log"}, "hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from moto import mock_aws  # before any boto3 session exists: sessions copy moto's handler when made
 
+from local.motopatches import lighten_dynamodb, route_without_listing_moto
 from tests.support.aws import FAKE_AWS_ENV
 from tests.support.faults import (
     DELIVERIES,
@@ -615,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         "--write-docs", action="store_true", help="replace the Soak section of docs/reliability.md"
     )
     args = parser.parse_args(argv)
+    lighten_dynamodb()  # the emulator the test suite and the local stack run
+    route_without_listing_moto()
     config = SoakConfig(
         seconds=args.seconds,
         seed=args.seed,
