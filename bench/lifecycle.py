@@ -129,8 +129,8 @@ def payload_sweep(tasks: int, payload_bytes: int) -> dict[str, Any]:
     `payload_bytes` characters, units split by what they pay for. The worker runs with a pool of
     one, so its requests follow each other and its hook's steps delimit them: from an occurrence's
     `claim` to `claimed` is the claim (the queue entry's conditional UpdateItem); from `claimed` to
-    `entry-deleted`, the completion (the task's GetItem to run it, the run record's PutItem, the
-    task's outcome PutItem, the entry's DeleteItem); the rest of the run (the pass's Queries, the
+    `entry-deleted`, the completion (the task's GetItem to run it, the task's outcome PutItem with
+    its run kept on the item, the entry's DeleteItem); the rest of the run (the pass's Queries, the
     lateness histogram, the re-arm) is `other`. Shards' pages hold every entry (`page_size` above
     `tasks`), so no Query falls inside an occurrence."""
     start = datetime(2031, 3, 3, 8, 0, 0, tzinfo=UTC)

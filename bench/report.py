@@ -469,14 +469,13 @@ SHORTFALL: dict[str, str] = {
         "what the design does for large bursts: more invocations (fan-out, below)."
     ),
     "DynamoDB units per one-shot task lifecycle": (
-        "a one-shot task costs 2 writes to create (its queue entry and its item) and 4 to run (the "
-        "claim, its run record in the task's history, the task's outcome, the entry's delete): 6; a "
-        "worker pass adds one more, its minute of the lateness histogram (shared by the pass's runs). "
-        "The run record is the price of the run history (one record per attempt). Four needs two item "
-        "writes less per task, three needs three: a queue entry that carries the task (one item per "
+        "a one-shot task costs 2 writes to create (its queue entry and its item) and 3 to run (the "
+        "claim, the task's outcome with its run kept whole on the item, the entry's delete): 5; a "
+        "worker pass adds a little, its minute of the lateness histogram (shared by the pass's runs). "
+        "Three needs two item writes less per task: a queue entry that carries the task (one item per "
         "pending occurrence, created with one write, claimed with one conditional write whose answer "
-        "replaces the task read) and the attempt kept on that item at completion (no run record, no "
-        "delete) — a change of the data layout, not made yet."
+        "replaces the task read) and the attempt kept on that item at completion (no delete) — a "
+        "change of the data layout, not made yet."
     ),
     "DynamoDB units per one-shot task (sparse": (
         "reads: the worker's wake reads only the task's shard (the rule record's shard heads), its "
@@ -486,13 +485,13 @@ SHORTFALL: dict[str, str] = {
         "the re-arm and again after raising its head (the second read the model checker's mutant "
         "shows is needed), and the task's read. Writes: the create's entry, head lowering, task, "
         "record CAS and confirmation; the early wake's CAS, confirmation and wait claim; the run's "
-        "claim, run record, task outcome, entry delete and lateness minute; the re-arm's release, "
+        "claim, task outcome, entry delete and lateness minute; the re-arm's release, "
         "head raise, CAS and confirmation. Closing it: the one-item layout (create 1 write, claim "
         "without the task read, completion 1 write), then folding the wait claim and the head raise "
         "into the record writes the wake makes anyway."
     ),
     "cost per million": (
-        "the write units above dominate (6 per task), then Lambda's duration; the figure follows the "
+        "the write units above dominate (5 per task), then Lambda's duration; the figure follows the "
         "units: 3 write units and less Lambda CPU per fire would bring it to about $1."
     ),
     "fan-out: a burst": (
@@ -784,8 +783,8 @@ def _payload_sweep(rows: list[dict[str, Any]] | None) -> str:
         f"\n**Payload size** (dense, {_n(rows[0]['tasks'])} tasks per worker run; the payload one string "
         "field of that many characters): units per task by what they pay for. The worker runs with a "
         "pool of one and its occurrence hook's steps split its requests: `claim` is the queue entry's "
-        "conditional UpdateItem; `completion` is the task's GetItem to run it, the run record's "
-        "PutItem, the task's outcome PutItem and the entry's DeleteItem; `other` is the rest of the "
+        "conditional UpdateItem; `completion` is the task's GetItem to run it, the task's outcome "
+        "PutItem (its run kept on the item) and the entry's DeleteItem; `other` is the rest of the "
         "run (the pass's Queries, the lateness histogram, the re-arm), shared by the run's tasks.\n\n"
         + _table(
             rows,

@@ -254,11 +254,12 @@ class Editor:
     def runs(self, task_id: str, *, limit: int = 20, cursor: str | None = None) -> RunPage:
         """The task's run history, newest first, `limit` per page (pass `next_cursor` back), with
         its lateness over every kept run. One Query reads the whole kept history (the last
-        `run_history` runs); a task without runs costs one more read, to tell it from no task."""
+        `run_history` runs) and the task."""
         before = check_runs_page(limit, cursor)
-        kept = [Run.of(record) for record in self.store.read_runs(task_id, slots=self.settings.run_history)]
-        if not kept and self.store.get_task(task_id) is None:
+        records = self.store.read_runs(task_id, slots=self.settings.run_history)
+        if records is None:
             raise TaskNotFoundError(f"id: no task {task_id!r}", field="id")
+        kept = [Run.of(record) for record in records]
         rest = [run for run in kept if before is None or run.number < before]
         page = rest[:limit]
         more = len(rest) > limit

@@ -252,6 +252,8 @@ class LastRun(BaseModel):
     error: str | None
     scheduled_for: datetime | None
     attempt: int
+    run_at: datetime | None = Field(None, description="The instant the attempt was due (a retry's own time).")
+    fired_at: datetime | None = Field(None, description="When a worker claimed the attempt.")
 
 
 class ListableStatus(StrEnum):

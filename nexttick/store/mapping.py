@@ -38,10 +38,6 @@ def run_item(model: type[RunItem], run: RunRecord, slot: int, expires_at: dateti
     return model(keys.task_pk(run.task_id), keys.run_sort_key(slot), expires_at=expires_at, **attributes)
 
 
-def run_record(item: RunItem) -> RunRecord:
-    return _read(RunRecord, item, {})
-
-
 def _stored(value: Any) -> Any:
     if isinstance(value, LastRun):
         return LastRunAttribute(**{f.name: _stored(getattr(value, f.name)) for f in fields(value)})

@@ -26,6 +26,8 @@ class LastRunAttribute(MapAttribute[str, Any]):
     error = UnicodeAttribute(null=True)
     scheduled_for = UTCDateTimeAttribute(null=True)
     attempt = NumberAttribute(default=1)
+    run_at = UTCDateTimeAttribute(null=True)
+    fired_at = UTCDateTimeAttribute(null=True)
 
 
 class TaskItem(Model):
@@ -88,7 +90,8 @@ class QueueItem(Model):
 
 
 class RunItem(Model):
-    """pk=T#<id>, sk=R#<slot> — one run of the task, in a ring of its last `run_history` runs."""
+    """pk=T#<id>, sk=R#<slot> — one run of the task, in a ring of its last `run_history` runs (the
+    newest is on the task item, `last_run`, until a newer one displaces it into the ring)."""
 
     class Meta:
         table_name: str | None = None

@@ -14,12 +14,18 @@ from nexttick.schedules import DstRepeated, DstSkipped, Recurrence, ScheduleKind
 
 @dataclass(frozen=True)
 class LastRun:
+    """The task's newest attempt. Written by this release with its whole run record (`run_at`,
+    `fired_at`; numbered by the task's `run_seq`): the newest run is kept on the task item, and
+    enters the ring of runs only when a newer one takes its place (`latest_run`)."""
+
     started_at: datetime
     finished_at: datetime | None
     outcome: str  # succeeded | failed | retrying | skipped
     error: str | None = None
     scheduled_for: datetime | None = None
     attempt: int = 1
+    run_at: datetime | None = None  # the instant its queue entry was due
+    fired_at: datetime | None = None  # the worker claimed it
 
 
 class TaskStatus(StrEnum):
@@ -122,6 +128,31 @@ class RunRecord:
     def lateness_seconds(self) -> float:
         """How long after its due instant the attempt started."""
         return (self.started_at - self.run_at).total_seconds()
+
+
+def latest_run(task: TaskRecord) -> RunRecord | None:
+    """The newest run as the task item keeps it, not yet in the ring; None when the task has not
+    run, or when its `last_run` was written before items kept a whole run (the ring holds that run
+    already)."""
+    last = task.last_run
+    if last is None:
+        return None
+    scheduled_for, run_at, fired_at = last.scheduled_for, last.run_at, last.fired_at
+    finished_at = last.finished_at
+    if scheduled_for is None or run_at is None or fired_at is None or finished_at is None:
+        return None
+    return RunRecord(
+        task_id=task.id,
+        seq=task.run_seq,
+        scheduled_for=scheduled_for,
+        run_at=run_at,
+        fired_at=fired_at,
+        started_at=last.started_at,
+        finished_at=finished_at,
+        attempt=last.attempt,
+        outcome=last.outcome,
+        error=last.error,
+    )
 
 
 @dataclass(frozen=True)

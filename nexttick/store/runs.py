@@ -1,15 +1,15 @@
-"""A task's run history: one record per attempt, in a ring of `run_history` slots under the task's
-own partition, so the whole history is one Query and never grows past the ring."""
+"""A task's run history: its newest run on the task item (`last_run`), the ones before in a ring
+of `run_history` slots under the task's own partition, so the whole history is one Query and never
+grows past the ring."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from nexttick.constants import RUN_SK_PREFIX
+from nexttick.constants import RUN_SK_PREFIX, SORT_KEY, TASK_SK
 from nexttick.store import keys, wire
 from nexttick.store.base import StoreBase
-from nexttick.store.mapping import run_record
-from nexttick.store.records import RunRecord
+from nexttick.store.records import RunRecord, latest_run
 
 
 class RunStore(StoreBase):
@@ -24,14 +24,29 @@ class RunStore(StoreBase):
             attributes=wire.run_attributes(run, expires_at),
         )
 
-    def read_runs(self, task_id: str, *, slots: int) -> list[RunRecord]:
-        """The task's kept runs, newest first (one strongly consistent Query of its partition). A ring
-        that had more slots before keeps its extra records until they expire: only the newest
-        `slots` are returned."""
-        items = self.models.run.query(
-            keys.task_pk(task_id),
-            range_key_condition=self.models.run.sk.startswith(RUN_SK_PREFIX),
-            consistent_read=True,
-        )
-        runs = sorted((run_record(item) for item in items), key=lambda run: run.seq, reverse=True)
-        return runs[:slots]
+    def read_runs(self, task_id: str, *, slots: int) -> list[RunRecord] | None:
+        """The task's kept runs, newest first, or None when there is no such task: one strongly
+        consistent Query of its partition reads the ring and the task item, which holds the newest
+        run. A ring that had more slots before keeps its extra records until they expire: only the
+        newest `slots` are returned."""
+        runs: dict[int, RunRecord] = {}
+        found = False
+        start: dict[str, object] | None = None
+        while True:
+            page = self.table.query(keys.task_pk(task_id), consistent_read=True, exclusive_start_key=start)
+            for item in page.get("Items", []):
+                sort_key = item[SORT_KEY]["S"]
+                if sort_key == TASK_SK:
+                    found = True
+                    newest = latest_run(wire.TASKS.decode(item))
+                    if newest is not None:
+                        runs[newest.seq] = newest
+                elif sort_key.startswith(RUN_SK_PREFIX):
+                    run = wire.RUNS.decode(item)
+                    runs.setdefault(run.seq, run)
+            start = page.get("LastEvaluatedKey")
+            if start is None:
+                break
+        if not found:
+            return None
+        return sorted(runs.values(), key=lambda run: run.seq, reverse=True)[:slots]

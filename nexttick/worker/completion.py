@@ -10,9 +10,10 @@
 * a "run now" occurrence (`plan_extra`) is recorded and retried like any other, and changes
   nothing of the schedule. A task resumed with "each" runs the occurrences it missed one by one
   (`catch_up_until`) before coalescing again.
-* every attempt also leaves a run record (`history_record`) in the task's ring of runs; it expires
-  `retention` after the run, or — for a recurring task — when the ring would have overwritten it at
-  the schedule's pace, whichever is later (`history_expiry`).
+* every attempt is recorded whole in the task's `last_run`; the worker moves the run it replaces
+  into the task's ring of runs, where it expires `retention` after the run, or — for a recurring
+  task — when the ring would have overwritten it at the schedule's pace, whichever is later
+  (`history_expiry`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class Attempt:
     finished_at: datetime
     outcome: RunOutcome
     error: str | None = None
+    run_at: datetime | None = None  # its queue entry's instant (a retry's own time)
+    fired_at: datetime | None = None  # the worker claimed it
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ def _last_run(a: Attempt, result: str) -> LastRun:
         error=a.error[:MAX_ERROR_CHARS] if a.error else None,
         scheduled_for=a.scheduled_for,
         attempt=a.attempt,
+        run_at=a.run_at,
+        fired_at=a.fired_at,
     )
 
 
@@ -158,24 +163,6 @@ def plan_completion(
         expires_at=now + retention,
     )
     return Plan(record, None, result)
-
-
-def history_record(
-    task: TaskRecord, a: Attempt, result: str, *, run_at: datetime, fired_at: datetime
-) -> RunRecord:
-    """The run record of attempt `a`, numbered after the task's last one."""
-    return RunRecord(
-        task_id=task.id,
-        seq=task.run_seq + 1,
-        scheduled_for=a.scheduled_for,
-        run_at=run_at,
-        fired_at=fired_at,
-        started_at=a.started_at,
-        finished_at=a.finished_at,
-        attempt=a.attempt,
-        outcome=result,
-        error=a.error[:MAX_ERROR_CHARS] if a.error else None,
-    )
 
 
 def history_expiry(

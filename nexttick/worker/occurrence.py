@@ -1,5 +1,6 @@
 """One occurrence, in a pool thread: claim it, check it against its task, run it at its instant,
-and complete it (the run record, then the task's outcome by compare-and-set, leaving the entry).
+and complete it (the task's outcome and the attempt's run record by compare-and-set, leaving the
+entry).
 
 Claimed with a conditional lease (which counts the attempt) up to CLAIM_AHEAD_SECONDS before its
 instant: an occurrence claimed ahead waits in its pool thread, so at the instant only its action
@@ -19,14 +20,20 @@ from nexttick.actions import ActionRegistry, Delivery
 from nexttick.observability import logger
 from nexttick.runtime import Runtime
 from nexttick.store import Pointer
-from nexttick.store.records import RUNNABLE_NOW, QueueEntry, TaskRecord, TaskStatus, discardable
+from nexttick.store.records import (
+    RUNNABLE_NOW,
+    QueueEntry,
+    TaskRecord,
+    TaskStatus,
+    discardable,
+    latest_run,
+)
 from nexttick.worker import drain
 from nexttick.worker.completion import (
     MAX_ERROR_CHARS,
     Attempt,
     RunOutcome,
     history_expiry,
-    history_record,
     misfired,
     plan_completion,
     plan_extra,
@@ -198,7 +205,7 @@ class OccurrenceRunner:
             lateness = lateness_ms
         self.hook("ran", claimed)
         with drain.completing():  # a stopping process waits for this before freezing its store
-            result = self._complete(claimed, task, attempt, fired_at=now)
+            result = self._complete(claimed, task, replace(attempt, run_at=claimed.run_at, fired_at=now))
         logger.info(
             "occurrence finished",
             extra={
@@ -233,11 +240,10 @@ class OccurrenceRunner:
         self.store.defer_entry(entry, self.owner, now + defer)
         return RunResult.DEFERRED
 
-    def _complete(
-        self, entry: QueueEntry, task: TaskRecord | None, attempt: Attempt, fired_at: datetime
-    ) -> RunResult:
-        """Record the run, write the outcome with compare-and-set; then delete the claimed entry (by
-        token)."""
+    def _complete(self, entry: QueueEntry, task: TaskRecord | None, attempt: Attempt) -> RunResult:
+        """Write the outcome with compare-and-set, the attempt's run record on the task item; then
+        delete the claimed entry (by token). The run the task item kept before goes to the ring of
+        runs first."""
         result = RunResult(attempt.outcome.value)
 
         def step(name: str) -> None:
@@ -260,18 +266,19 @@ class OccurrenceRunner:
             else:
                 plan = plan_completion(task, attempt, now, retention=self.retention, rng=self.rng)
                 updated, run, outcome = plan.record, plan.next_run, plan.result
-            history = history_record(task, attempt, outcome, run_at=entry.run_at, fired_at=fired_at)
-            expires = history_expiry(
-                history,
-                run.scheduled_for if run is not None else None,
-                retention=self.retention,
-                slots=self.settings.run_history,
-            )
-            # Before the task: a crash between the two leaves the record, and the completion that
-            # follows (same task version, so the same slot) writes over it.
-            self.store.put_run(history, slots=self.settings.run_history, expires_at=expires)
-            step("run-recorded")
-            updated = replace(updated, run_seq=history.seq)
+            displaced = latest_run(task)
+            if displaced is not None:
+                # Before the task: a crash between the two leaves the record, and the completion
+                # that follows (same task version, so the same run and slot) writes it again.
+                expires = history_expiry(
+                    displaced,
+                    run.scheduled_for if run is not None else None,
+                    retention=self.retention,
+                    slots=self.settings.run_history,
+                )
+                self.store.put_run(displaced, slots=self.settings.run_history, expires_at=expires)
+                step("run-recorded")
+            updated = replace(updated, run_seq=task.run_seq + 1)  # its `last_run` is this attempt
             if self.store.swap_occurrence(task, updated, run, leaving=entry.ref, step=step, pointer=pointer):
                 result = RunResult(outcome)
                 break

@@ -128,10 +128,8 @@ def test_reading_history_of_unknown_or_unrun_tasks_and_bad_pages(env: WorkerEnv)
 @pytest.mark.parametrize(
     ("schedule", "dies_after"),
     [
-        ("once", "run-recorded"),
         ("once", "task-replaced"),
         ("once", "entry-deleted"),
-        ("every", "run-recorded"),
         ("every", "entry-put"),
         ("every", "task-replaced"),
         ("every", "entry-deleted"),
@@ -165,8 +163,37 @@ def test_a_worker_dying_after_each_completion_write_loses_no_run(
     delivered = [c.envelope["attempt"] for c in RECORDER.calls[task.id]]
     (run,) = env.editor.runs(task.id).items
     assert (run.number, run.outcome, run.scheduled_for) == (1, "succeeded", due)
-    assert run.attempt == delivered[-1] == (2 if dies_after in ("run-recorded", "entry-put") else 1)
+    assert run.attempt == delivered[-1] == (2 if dies_after == "entry-put" else 1)
     assert record.run_seq == 1
+
+
+def test_a_worker_dying_after_moving_the_previous_run_into_the_ring_loses_no_run(env: WorkerEnv) -> None:
+    # Given a recurring task that ran once (its run kept on the task item)
+    task = env.editor.schedule_every("record", "10m")
+    first = task.due
+    env.travel_to(first)
+    env.run(remaining_seconds=20)
+    second = first + timedelta(minutes=10)
+
+    # When the worker of its next occurrence dies right after writing that run into the ring
+    def die(step: str, entry: QueueEntry) -> None:
+        if step == "run-recorded" and entry.task_id == task.id:
+            raise Crash
+
+    env.travel_to(second)
+    with pytest.raises(Crash):
+        env.run(remaining_seconds=20, hook=die)
+    # And a worker after the lease runs the occurrence again and completes it
+    env.travel_to(second + LEASE + timedelta(seconds=1))
+    env.run(remaining_seconds=20)
+    # Then the history holds both occurrences once each: the first from the ring, the second (the
+    # attempt that completed it) from the task item
+    runs = env.editor.runs(task.id).items
+    assert [(r.number, r.scheduled_for, r.attempt, r.outcome) for r in runs] == [
+        (2, second, 2, "succeeded"),
+        (1, first, 1, "succeeded"),
+    ]
+    assert env.runtime.store.get_task(task.id).run_seq == 2
 
 
 def test_the_api_serves_the_history_as_documented(env: WorkerEnv, monkeypatch: pytest.MonkeyPatch) -> None:

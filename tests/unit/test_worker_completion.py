@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from nexttick.store.records import TaskRecord
+from nexttick.store.records import LastRun, TaskRecord, latest_run
 from nexttick.worker import Attempt, RunOutcome, WorkerEvent, classify_event, plan_completion, retry_delay
 from nexttick.worker.completion import (
     MAX_HISTORY_KEEP,
     Plan,
     history_expiry,
-    history_record,
     misfired,
     record_only,
 )
@@ -42,7 +41,8 @@ def task(**overrides: object) -> TaskRecord:
 
 
 def attempt(outcome: RunOutcome, n: int = 1, scheduled: datetime = T0, error: str | None = None) -> Attempt:
-    return Attempt(scheduled, n, T0 + timedelta(seconds=2), T0 + timedelta(seconds=3), outcome, error)
+    started, finished = T0 + timedelta(seconds=2), T0 + timedelta(seconds=3)
+    return Attempt(scheduled, n, started, finished, outcome, error, run_at=scheduled, fired_at=T0)
 
 
 NOW = T0 + timedelta(seconds=3)
@@ -169,13 +169,26 @@ def test_events_are_classified() -> None:
         assert classify_event(other) is WorkerEvent.UNKNOWN
 
 
-def test_a_history_record_numbers_the_run_after_the_tasks_last_and_keeps_its_times() -> None:
+def test_the_task_item_keeps_the_newest_run_whole_numbered_after_the_one_before() -> None:
     a = attempt(RunOutcome.FAILED, n=2, error="x" * 5000)
-    run = history_record(task(run_seq=7), a, "retrying", run_at=T0 + timedelta(seconds=1), fired_at=T0)
+    a = Attempt(
+        a.scheduled_for, 2, a.started_at, a.finished_at, a.outcome, a.error, T0 + timedelta(seconds=1), T0
+    )
+    record = plan(task(run_seq=7, max_attempts=3), a).record
+    run = latest_run(TaskRecord(**{**record.__dict__, "run_seq": 8}))
+    assert run is not None
     assert (run.task_id, run.seq, run.attempt, run.outcome) == ("t1", 8, 2, "retrying")
     assert (run.scheduled_for, run.run_at, run.fired_at) == (T0, T0 + timedelta(seconds=1), T0)
     assert run.lateness_seconds == 1.0  # started at T0 + 2 s, due at T0 + 1 s
     assert run.error is not None and len(run.error) == 1000
+
+
+def test_a_last_run_written_before_items_kept_whole_runs_is_left_to_the_ring() -> None:
+    # Given a task item whose last run has no entry or claim time (an older release's)
+    older = LastRun(started_at=T0, finished_at=T0, outcome="succeeded", scheduled_for=T0)
+    # Then it is not read as a run of its own: that release wrote it to the ring as well
+    assert latest_run(task(run_seq=4, last_run=older)) is None
+    assert latest_run(task()) is None
 
 
 @pytest.mark.parametrize(
@@ -191,5 +204,6 @@ def test_a_history_record_numbers_the_run_after_the_tasks_last_and_keeps_its_tim
 def test_a_run_record_expires_after_the_retention_or_when_its_ring_would_turn_over(
     next_due: datetime | None, slots: int, kept: timedelta
 ) -> None:
-    run = history_record(task(), attempt(RunOutcome.SUCCEEDED), "succeeded", run_at=T0, fired_at=T0)
+    run = latest_run(plan(task(run_seq=1), attempt(RunOutcome.SUCCEEDED)).record)
+    assert run is not None
     assert history_expiry(run, next_due, retention=RETENTION, slots=slots) == run.finished_at + kept
