@@ -12,7 +12,6 @@ patch is re-read before it is trusted again.
 from __future__ import annotations
 
 import bisect
-import calendar
 import copy
 import functools
 import hashlib
@@ -23,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from moto import backends
+from moto.core.serialize import TimestampSerializer
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import RESULT_SIZE_LIMIT, StreamRecord, Table
 from moto.dynamodb.responses import DynamoResult
@@ -39,7 +39,8 @@ _moto_streams_serialized = DynamoDBStreamsHandler.serialized
 # sha256 of each function's source as moto 5.2.5 ships it: `Table.query` is replaced for base-table
 # queries; `put_item`, `get_item` and `delete_item` are how moto changes a partition, which
 # SortedPartition keeps in order; `execute_result` and `list_of_moto_modules` are replaced outright;
-# the three stream functions make the GetRecords answer that is answered in plain JSON.
+# the three stream functions make the GetRecords answer that is answered in plain JSON, with its
+# times converted by moto's own `_timestamp_unixtimestamp`.
 PATCHED: dict[str, tuple[Callable[..., Any], str]] = {
     "moto.dynamodb.models.table.Table.query": (
         _moto_query,
@@ -72,6 +73,10 @@ PATCHED: dict[str, tuple[Callable[..., Any], str]] = {
     "moto.dynamodb.models.table.StreamRecord.__init__": (
         StreamRecord.__init__,
         "511904c6352cfd9a0dc7eb26ebbff6ad007d734698d7097b194f7f56a85482be",
+    ),
+    "moto.core.serialize.TimestampSerializer._timestamp_unixtimestamp": (
+        TimestampSerializer._timestamp_unixtimestamp,
+        "9b00cea88c916ce0b09dc487c57c9b2a10df87fd1fdf5ca13b111c5682d90b82",
     ),
     "moto.backends.list_of_moto_modules": (
         _moto_list_of_modules,
@@ -310,12 +315,11 @@ def serialize_dynamodb_directly() -> None:
 
 
 def _stream_timestamp(value: Any) -> Any:
-    """A stream record's ApproximateCreationDateTime as moto's serializer writes it: epoch seconds
-    (moto's clock is naive UTC), truncated to the millisecond."""
+    """A stream record's ApproximateCreationDateTime as moto's serializer writes it (its own
+    conversion: epoch seconds to the millisecond)."""
     if not isinstance(value, datetime):
         raise TypeError(f"{type(value).__name__} in a stream record")
-    seconds = calendar.timegm(value.timetuple())
-    return seconds + (value.microsecond // 1000) / 1000.0 if value.microsecond else seconds
+    return TimestampSerializer._timestamp_unixtimestamp(value)
 
 
 def _plain_stream_records(self: DynamoDBStreamsHandler, action_result: Any) -> Any:

@@ -19,6 +19,7 @@ from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.table import Table
 
 from local.motopatches import SortedPartition, _moto_query, _query
+from tests.support.aws import create_keyed_table
 
 TABLES: dict[str, Literal["S", "N"]] = {"strings": "S", "numbers": "N"}
 
@@ -27,18 +28,7 @@ TABLES: dict[str, Literal["S", "N"]] = {"strings": "S", "numbers": "N"}
 def dynamodb(aws: None) -> Iterator[Any]:
     client = boto3.client("dynamodb", region_name="us-east-1")
     for name, kind in TABLES.items():
-        client.create_table(
-            TableName=name,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": kind},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_keyed_table(client, name, sort_key_type=kind)
     previous = Table.query
     yield client
     Table.query = previous  # type: ignore[method-assign]

@@ -20,6 +20,7 @@ from moto.dynamodb.responses import DynamoResult
 from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 
 from local import motopatches
+from tests.support.aws import create_keyed_table
 
 TABLES = ("patched", "moto")
 
@@ -41,17 +42,9 @@ def clients(aws: None) -> Iterator[tuple[Any, Any]]:
     motopatches.lighten_dynamodb()
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     for name in TABLES:
-        dynamodb.create_table(
-            TableName=name,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
+        create_keyed_table(
+            dynamodb,
+            name,
             StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
         )
     # moto answers DynamoDB Streams on the service's own host, not on the endpoint botocore resolves

@@ -7,10 +7,29 @@ from typing import Any
 
 from local.options import EMULATOR_CREDENTIALS
 from nexttick.config import NextTickSettings
+from nexttick.constants import PARTITION_KEY, SORT_KEY
 from nexttick.runtime import Runtime
 
 # The environment of every test that talks to moto: its credentials and one region.
 FAKE_AWS_ENV = {**EMULATOR_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
+
+
+def create_keyed_table(dynamodb: Any, name: str, *, sort_key_type: str = "S", **options: Any) -> None:
+    """An on-demand table keyed as nexttick's (string `pk`, `sk` of `sort_key_type`); `options` go
+    to CreateTable as they are (a stream specification, ...)."""
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": SORT_KEY, "AttributeType": sort_key_type},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+        **options,
+    )
 
 
 class RecordingTrigger:

@@ -88,18 +88,8 @@ def local_worker(
 def create_table_and_rule(server: MotoServer, table: str, rule: str) -> None:
     """The table (keys, TTL) and the rule at the epoch, quickly (the stack itself deploys the CDK
     template; integration tests of its parts do not need the whole template)."""
-    from nexttick.constants import EPOCH_EXPRESSION, PARTITION_KEY, SORT_KEY
+    from nexttick.constants import EPOCH_EXPRESSION
+    from tests.support.aws import create_keyed_table
 
-    client("dynamodb", server).create_table(
-        TableName=table,
-        KeySchema=[
-            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": SORT_KEY, "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_keyed_table(client("dynamodb", server), table)
     client("events", server).put_rule(Name=rule, ScheduleExpression=EPOCH_EXPRESSION, State="ENABLED")
