@@ -4,7 +4,7 @@ first with one Query; a worker that dies around the record's write loses no comp
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +27,16 @@ def settings() -> NextTickSettings:
 
 class Crash(BaseException):
     """The invocation dies here: nothing after this line runs."""
+
+
+def crash_after(step: str, task_id: str) -> Callable[[str, QueueEntry], None]:
+    """A worker hook that kills the invocation right after `step` of one of `task_id`'s occurrences."""
+
+    def hook(done: str, entry: QueueEntry) -> None:
+        if done == step and entry.task_id == task_id:
+            raise Crash
+
+    return hook
 
 
 @pytest.fixture
@@ -145,13 +155,9 @@ def test_a_worker_dying_after_each_completion_write_loses_no_run(
         task = env.editor.schedule_every("record", "10m")
     due = task.due
 
-    def die(step: str, entry: QueueEntry) -> None:
-        if step == dies_after and entry.task_id == task.id:
-            raise Crash
-
     env.travel_to(due)
     with pytest.raises(Crash):
-        env.run(remaining_seconds=20, hook=die)
+        env.run(remaining_seconds=20, hook=crash_after(dies_after, task.id))
     # When a worker comes after the lease (it runs the occurrence again only if its completion
     # had not committed)
     env.travel_to(due + LEASE + timedelta(seconds=1))
@@ -176,13 +182,9 @@ def test_a_worker_dying_after_moving_the_previous_run_into_the_ring_loses_no_run
     second = first + timedelta(minutes=10)
 
     # When the worker of its next occurrence dies right after writing that run into the ring
-    def die(step: str, entry: QueueEntry) -> None:
-        if step == "run-recorded" and entry.task_id == task.id:
-            raise Crash
-
     env.travel_to(second)
     with pytest.raises(Crash):
-        env.run(remaining_seconds=20, hook=die)
+        env.run(remaining_seconds=20, hook=crash_after("run-recorded", task.id))
     # And a worker after the lease runs the occurrence again and completes it
     env.travel_to(second + LEASE + timedelta(seconds=1))
     env.run(remaining_seconds=20)
