@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pynamodb.pagination import ResultIterator
+
 from nexttick.constants import RUN_SK_PREFIX, SORT_KEY, TASK_SK
 from nexttick.store import keys, wire
 from nexttick.store.base import StoreBase
@@ -31,22 +33,19 @@ class RunStore(StoreBase):
         newest `slots` are returned."""
         runs: dict[int, RunRecord] = {}
         found = False
-        start: dict[str, object] | None = None
-        while True:
-            page = self.table.query(keys.task_pk(task_id), consistent_read=True, exclusive_start_key=start)
-            for item in page.get("Items", []):
-                sort_key = item[SORT_KEY]["S"]
-                if sort_key == TASK_SK:
-                    found = True
-                    newest = latest_run(wire.TASKS.decode(item))
-                    if newest is not None:
-                        runs[newest.seq] = newest
-                elif sort_key.startswith(RUN_SK_PREFIX):
-                    run = wire.RUNS.decode(item)
-                    runs.setdefault(run.seq, run)
-            start = page.get("LastEvaluatedKey")
-            if start is None:
-                break
+        items: ResultIterator[wire.Wire] = ResultIterator(
+            self.table.query, (keys.task_pk(task_id),), {"consistent_read": True}
+        )
+        for item in items:
+            sort_key = item[SORT_KEY]["S"]
+            if sort_key == TASK_SK:
+                found = True
+                newest = latest_run(wire.TASKS.decode(item))
+                if newest is not None:
+                    runs[newest.seq] = newest
+            elif sort_key.startswith(RUN_SK_PREFIX):
+                run = wire.RUNS.decode(item)
+                runs.setdefault(run.seq, run)
         if not found:
             return None
         return sorted(runs.values(), key=lambda run: run.seq, reverse=True)[:slots]
