@@ -13,7 +13,8 @@ per fire. A request's CPU is its thread's CPU (`time.thread_time`) from botocore
 the call (`provide-client-params`: before validation and serialisation) to its `after-call` (the
 answer parsed), on the store's client; the remainder is the rest of the invocation's CPU
 (PynamoDB's models, the record mapping, the loop, threads, logging and metrics). Then the client's
-floor, single-threaded: one raw botocore GetItem against the store's `get_task` of the same item.
+floor, single-threaded: one GetItem of the same item through a stock botocore client, through the
+store's client (its light path for data-plane requests) and as the store's `get_task`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import statistics
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,6 +35,7 @@ from bench.standin import standin_process
 from lambdas.worker import handler as worker_handler
 from local.lambdas import LambdaContext
 from nexttick.actions import build_registry
+from nexttick.aws import make_client
 from nexttick.config import DEFAULT_POOL_SIZE
 from nexttick.constants import PARTITION_KEY, SORT_KEY, TASK_SK
 from nexttick.runtime import Runtime
@@ -105,24 +108,30 @@ def worker_cpu(tasks: int, pool_size: int) -> dict[str, Any]:
 
 
 def client_floor(runtime: Runtime) -> dict[str, float]:
-    """CPU ms (median) of one GetItem of a task: raw botocore (what any client pays) against the store's
-    `get_task` (PynamoDB's model and the record mapping on top), single-threaded, same item."""
+    """CPU ms (median) of one GetItem of a task, single-threaded, same item: a stock botocore client
+    (what any client pays), the store's client (the light path, nexttick/store/client.py) and the
+    store's `get_task` (PynamoDB's model and the record mapping on top)."""
     task_id = f"{PREFIX}{0:07d}"
-    client: Any = runtime.store.models.task._get_connection().connection.client  # typed without its API
+    light: Any = runtime.store.models.task._get_connection().connection.client  # typed without its API
+    stock: Any = make_client("dynamodb", runtime.settings)
     key = {PARTITION_KEY: {"S": keys.task_pk(task_id)}, SORT_KEY: {"S": TASK_SK}}
     table = runtime.settings.table_name
 
-    def raw() -> None:
-        client.get_item(TableName=table, Key=key, ConsistentRead=True)
+    def through(client: Any) -> Callable[[], None]:
+        return lambda: client.get_item(TableName=table, Key=key, ConsistentRead=True)
 
     def store() -> None:
         runtime.store.get_task(task_id)
 
-    calls = {"raw_botocore_get_item_ms": raw, "store_get_task_ms": store}
+    calls = {
+        "stock_botocore_get_item_ms": through(stock),
+        "light_get_item_ms": through(light),
+        "store_get_task_ms": store,
+    }
     spent: dict[str, list[float]] = {name: [] for name in calls}
     for call in calls.values():
         call()  # warm: the first call loads models and opens the connection
-    for _ in range(FLOOR_REPEATS):  # alternated, so drift in the machine's speed hits both alike
+    for _ in range(FLOOR_REPEATS):  # alternated, so drift in the machine's speed hits all alike
         for name, call in calls.items():
             began = time.thread_time()
             call()

@@ -821,8 +821,9 @@ def _cpu_section(results: dict[str, Any]) -> str:
         for op in ops
     ]
     floors = ", ".join(
-        f"pool {row['pool_size']} run: raw botocore GetItem "
-        f"{_n(row['floor']['raw_botocore_get_item_ms'], ' ms')}, the store's get_task "
+        f"pool {row['pool_size']} run: GetItem through a stock botocore client "
+        f"{_n(row['floor']['stock_botocore_get_item_ms'], ' ms')}, through the store's client (its "
+        f"light path) {_n(row['floor']['light_get_item_ms'], ' ms')}, the store's get_task "
         f"{_n(row['floor']['store_get_task_ms'], ' ms')}"
         for row in rows
     )
@@ -830,8 +831,8 @@ def _cpu_section(results: dict[str, Any]) -> str:
         _section_head(results, "cpu", "Worker CPU per fire, by request type")
         + f"{_n(detail['tasks'])} one-shot `log` tasks due now, drained by one worker handler invocation "
         "in this process (max_invocations 1) against the stand-in without latency in its own process. "
-        "Process CPU per fire; a request's CPU is its thread's CPU from botocore's first event of the "
-        "call (`provide-client-params`, so validation and serialisation count) to `after-call`; the "
+        "Process CPU per fire; a request's CPU is its thread's CPU from the client's first event of the "
+        "call (`provide-client-params`, so serialisation counts) to `after-call`; the "
         "remainder is everything else (PynamoDB's models, the record mapping, the loop, logging, "
         "metrics, threads). Worker CPU per fire (deployed pool): "
         f"**{_n(detail['worker_cpu_ms_per_fire'])} ms**.\n\n"

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from nexttick import constants
 from nexttick.config import NextTickSettings
-from nexttick.store.client import memoize_user_agent
+from nexttick.store.client import lighten
 from nexttick.store.lateness import LatenessStore, LatenessTally
 from nexttick.store.models import bind_models
 from nexttick.store.rule import RuleStateStore
@@ -51,7 +51,7 @@ class TaskStore(TaskWrites, RuleStateStore, RunStore, LatenessStore):
         self.models.rule._connection = connection
         self.models.run._connection = connection
         self.models.lateness._connection = connection
-        memoize_user_agent(connection.connection.client)
+        lighten(connection.connection.client)
         self._lateness_tally = LatenessTally()  # lateness noted by worker passes, not yet written
         self._pool = ThreadPoolExecutor(
             max_workers=min(constants.MAX_PARALLEL_SHARD_READS, shards), thread_name_prefix="nexttick-shard"

@@ -11,7 +11,9 @@ the 5,000-task burst.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import logging
 import os
 import time
 import tracemalloc
@@ -109,20 +111,36 @@ def run_burst(runtime: Runtime, n: int, action: str, *, trace: bool = False) -> 
     del records
     registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
     gc.collect()
-    if trace:
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-    IO_CALLS.count = 0
-    started = time.perf_counter()
-    report = Worker(runtime, registry, owner="burst", remaining_ms=3_600_000).run()
-    seconds = time.perf_counter() - started
-    peak = None
-    if trace:
-        peak = tracemalloc.get_traced_memory()[1] - base
-        tracemalloc.stop()
+    with _log_records_not_kept() if trace else contextlib.nullcontext():
+        if trace:
+            tracemalloc.start()
+            base = tracemalloc.get_traced_memory()[0]
+        IO_CALLS.count = 0
+        started = time.perf_counter()
+        report = Worker(runtime, registry, owner="burst", remaining_ms=3_600_000).run()
+        seconds = time.perf_counter() - started
+        peak = None
+        if trace:
+            peak = tracemalloc.get_traced_memory()[1] - base
+            tracemalloc.stop()
     assert report.results["succeeded"] == n, report.to_dict()
     assert report.outcome in ("armed", "unchanged") and runtime.rule.current() is None
     return Burst(n, seconds, peak)
+
+
+@contextlib.contextmanager
+def _log_records_not_kept() -> Iterator[None]:
+    """Without pytest's capture of log records on the root logger: it keeps each record of a test
+    in memory for the test's report (about 1 KB per task here), memory the worker does not hold."""
+    root = logging.getLogger()
+    kept = [handler for handler in root.handlers if type(handler).__module__ == "_pytest.logging"]
+    for handler in kept:
+        root.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in kept:
+            root.addHandler(handler)
 
 
 def check_speed(runtime: Runtime, n: int) -> None:
@@ -144,8 +162,12 @@ def check_speed(runtime: Runtime, n: int) -> None:
     assert io.seconds <= 2 * instant.seconds + sequential / 20
 
 
+WARM_UP_TASKS = 40
+
+
 def check_memory(runtime: Runtime, small: int, large: int) -> None:
     # Given bursts of two sizes, When each is run under tracemalloc
+    run_burst(runtime, WARM_UP_TASKS, "io")  # connections and lazily built parts exist before either
     a = run_burst(runtime, small, "io", trace=True)
     b = run_burst(runtime, large, "io", trace=True)
     assert a.peak_bytes is not None and b.peak_bytes is not None
@@ -153,7 +175,7 @@ def check_memory(runtime: Runtime, small: int, large: int) -> None:
         f"\npeak traced memory: n={small}: {a.peak_bytes / 1e6:.2f} MB, "
         f"n={large}: {b.peak_bytes / 1e6:.2f} MB"
     )
-    # Then the peak does not grow with the burst size (5x more tasks, < 1.5x the peak)
+    # Then the peak does not grow with the burst size (3x more tasks, < 1.5x the peak)
     assert b.peak_bytes < 1.5 * a.peak_bytes
 
 
@@ -173,7 +195,7 @@ def test_burst_overlaps_io_on_the_bounded_pool(runtime: Runtime) -> None:
 
 
 def test_burst_memory_is_flat_in_burst_size(server_runtime: Runtime) -> None:
-    check_memory(server_runtime, 40, 200)
+    check_memory(server_runtime, 100, 300)
 
 
 @pytest.mark.slow

@@ -1,0 +1,276 @@
+"""The store's light DynamoDB path (nexttick/store/client.py, nexttick/store/transport.py) answers,
+fails and retries as botocore's own path does, operation by operation.
+
+Two botocore clients of one session, one of them lightened, send the same requests to two tables of
+one DynamoDB: in-process moto (answered through botocore's `before-send` event) and moto's server
+over HTTP (the light path's own `http.client` exchange). Their answers must be equal but for what
+differs per request (the request id, the date). Failures come from a scripted HTTP server: the same
+script played to each client must end the same way after the same number of attempts."""
+
+from __future__ import annotations
+
+import json
+import random
+import select
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+
+from nexttick.store.client import LIGHT_OPERATIONS, LightCalls, lighten
+from tests.integration.test_motopatches_answers import _requests
+from tests.support.aws import create_keyed_table
+from tests.support.local import moto_server
+
+TABLES = ("stock", "light")
+CONFIG = Config(
+    parameter_validation=False,  # as PynamoDB makes its client
+    retries={"mode": "standard", "total_max_attempts": 3},
+    connect_timeout=2,
+    read_timeout=0.5,
+)
+
+
+def _clients(endpoint_url: str | None = None) -> tuple[Any, Any]:
+    stock, light, _ = _trio(endpoint_url)
+    return stock, light
+
+
+def _trio(endpoint_url: str | None = None) -> tuple[Any, Any, LightCalls]:
+    """A stock client, a lightened one, and the light path's calls."""
+    session = botocore.session.get_session()
+    stock, light = (
+        session.create_client("dynamodb", region_name="us-east-1", endpoint_url=endpoint_url, config=CONFIG)
+        for _ in TABLES
+    )
+    calls = lighten(light)
+    assert calls is not None
+    return stock, light, calls
+
+
+def _answer(client: Any, table: str, operation: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """The parsed answer without its per-request metadata, or the error botocore raised."""
+    if operation == "batch_get_item":
+        unique = list({repr(key): key for key in parameters["Keys"]}.values())
+        call: dict[str, Any] = {"RequestItems": {table: {"Keys": unique, "ConsistentRead": True}}}
+    else:
+        call = {"TableName": table, **parameters}
+    try:
+        answer = getattr(client, operation)(**call)
+    except ClientError as error:
+        answer = {"raised": type(error).__name__, **error.response}
+    metadata = answer.pop("ResponseMetadata")
+    assert metadata["HTTPStatusCode"] in (200, 400) and metadata["RetryAttempts"] == 0
+    assert "x-amzn-requestid" in metadata["HTTPHeaders"]
+    return json.loads(json.dumps(answer, default=repr).replace(f'"{table}"', '"table"'))
+
+
+def _compare(stock: Any, light: Any, binary: bool, seed: int) -> int:
+    for client, table in zip((stock, light), TABLES, strict=True):
+        create_keyed_table(client, table)
+    compared = 0
+    for operation, parameters in _requests(random.Random(seed), binary):
+        answers = [_answer(c, t, operation, parameters) for c, t in zip((stock, light), TABLES, strict=True)]
+        assert answers[0] == answers[1], (operation, parameters)
+        compared += 1
+    # Errors botocore parses from the answer: a malformed expression, a table that does not exist
+    for missing in (True, False):
+        bad = {"Key": {"pk": {"S": "p"}, "sk": {"S": "s"}}, "UpdateExpression": "SET v = :undefined"}
+        answers = [
+            _answer(c, "no-such-table" if missing else t, "update_item", bad)
+            for c, t in zip((stock, light), TABLES, strict=True)
+        ]
+        assert answers[0]["raised"] == answers[1]["raised"] != ""
+        assert answers[0] == answers[1]
+    return compared
+
+
+@pytest.mark.parametrize(("seed", "binary"), [(0, False), (2, True)])
+def test_in_process_moto_answers_both_paths_alike(aws: None, seed: int, binary: bool) -> None:
+    assert _compare(*_clients(), binary, seed) == 40
+
+
+@pytest.mark.parametrize(("seed", "binary"), [(1, False), (2, True)])
+def test_moto_server_over_http_answers_both_paths_alike(
+    aws_credentials: None, seed: int, binary: bool
+) -> None:
+    with moto_server() as server:
+        stock, light = _clients(server.url)
+        assert _compare(stock, light, binary, seed) == 40
+        # batch writes too (the store's bulk paths): the same items land
+        for client, table in zip((stock, light), TABLES, strict=True):
+            puts = [{"PutRequest": {"Item": {"pk": {"S": "bw"}, "sk": {"S": f"{i}"}}}} for i in range(5)]
+            assert client.batch_write_item(RequestItems={table: puts})["UnprocessedItems"] == {}
+        counts = [
+            client.query(
+                TableName=table,
+                KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues={":p": {"S": "bw"}},
+            )["Count"]
+            for client, table in zip((stock, light), TABLES, strict=True)
+        ]
+        assert counts == [5, 5]
+
+
+def test_only_the_data_plane_operations_take_the_light_path(aws_credentials: None) -> None:
+    with moto_server() as server:
+        _, light = _clients(server.url)
+        sent: list[str] = []
+        light.meta.events.register(
+            "request-created.dynamodb", lambda *, operation_name, **_: sent.append(operation_name)
+        )
+        create_keyed_table(light, "t")
+        light.describe_table(TableName="t")
+        light.put_item(TableName="t", Item={"pk": {"S": "a"}, "sk": {"S": "b"}})
+        # request-created is botocore's own sending path: the control plane goes through it, items do not
+        assert sent == ["CreateTable", "DescribeTable"]
+        assert "PutItem" in LIGHT_OPERATIONS and "CreateTable" not in LIGHT_OPERATIONS
+
+
+# ---------------------------------------------------------------- failures, from a scripted server
+class Scripted(ThreadingHTTPServer):
+    """Answers each POST with the next step of `script`: (status, body) or "close" (drop the
+    connection without an answer) or ("sleep", seconds); past the script, 200 {}. Keeps connections
+    alive unless a step closes them; counts requests."""
+
+    daemon_threads = True
+
+    def __init__(self, script: list[Any]) -> None:
+        super().__init__(("127.0.0.1", 0), _Step)
+        self.script = list(script)
+        self.requests = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def next_step(self) -> Any:
+        with self.lock:
+            self.requests += 1
+            return self.script.pop(0) if self.script else (200, {})
+
+
+class _Step(BaseHTTPRequestHandler):
+    server: Scripted
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        step = self.server.next_step()
+        if step == LEAVES:
+            self.close_connection = True  # after an answer that does not say so
+            step = (200, {})
+        if step == "close":
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if step[0] == "sleep":
+            threading.Event().wait(step[1])
+            step = (200, {})
+        status, body = step
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("x-amzn-RequestId", "scripted")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@contextmanager
+def scripted(script: list[Any]) -> Iterator[Scripted]:
+    server = Scripted(script)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _outcome(client: Any) -> tuple[str, int]:
+    """What a GetItem ends with: ("ok", retries) or (the exception's name, -1)."""
+    try:
+        answer = client.get_item(TableName="t", Key={"pk": {"S": "a"}, "sk": {"S": "b"}})
+    except Exception as error:
+        return type(error).__name__, -1
+    return "ok", answer["ResponseMetadata"]["RetryAttempts"]
+
+
+LEAVES = "answer, then close"
+THROTTLED = (
+    400,
+    {
+        "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+        "message": "slow down",
+    },
+)
+UNAVAILABLE = (503, {"__type": "com.amazonaws.dynamodb.v20120810#ServiceUnavailable", "message": "try again"})
+CONDITION = (
+    400,
+    {"__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException", "message": "no"},
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ([], ("ok", 0)),
+        ([UNAVAILABLE], ("ok", 1)),
+        ([THROTTLED, THROTTLED], ("ok", 2)),
+        ([THROTTLED] * 3, ("ProvisionedThroughputExceededException", -1)),
+        ([CONDITION], ("ConditionalCheckFailedException", -1)),  # not retried
+        (["close"], ("ok", 1)),
+        (["close"] * 3, (ConnectionClosedError.__name__, -1)),
+        ([("sleep", 0.8)] * 3, (ReadTimeoutError.__name__, -1)),
+    ],
+    ids=[
+        "ok",
+        "503-once",
+        "throttled-twice",
+        "throttled-out",
+        "condition",
+        "closed-once",
+        "closed-out",
+        "timeouts",
+    ],
+)
+def test_failures_end_as_botocore_ends_them(
+    aws_credentials: None, script: list[Any], expected: tuple[str, int]
+) -> None:
+    outcomes = []
+    for which in (0, 1):
+        with scripted(script) as server:
+            client = _clients(server.url)[which]
+            outcomes.append((_outcome(client), server.requests))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[1][0] == expected
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_retry(aws_credentials: None) -> None:
+    with scripted([LEAVES]) as server:
+        _, light, calls = _trio(server.url)
+        # Given an answer after which the server closes the connection it kept alive
+        assert _outcome(light) == ("ok", 0)
+        (idle,) = [connection for route in calls.routes() for connection in route._idle]
+        assert select.select([idle.sock], [], [], 5)[0], "the server's end of file arrives"
+        # When the next request is made, it goes on a new connection at its first attempt
+        assert _outcome(light) == ("ok", 0)
+        assert server.requests == 2
+
+
+def test_a_refused_connection_fails_as_botocore_fails_it(aws_credentials: None) -> None:
+    with scripted([]) as server:
+        url = server.url
+    outcomes = [_outcome(client) for client in _clients(url)]
+    assert outcomes[0] == outcomes[1] == (EndpointConnectionError.__name__, -1)
