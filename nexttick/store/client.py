@@ -20,7 +20,6 @@ import json
 import threading
 import time
 import urllib.request
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -143,7 +142,6 @@ class LightCalls:
         context = request_dict["context"]
         attempts = 1
         retries = context.setdefault("retries", {})
-        retries["invocation-id"] = str(uuid.uuid4())
         while True:
             retries["attempt"] = attempts
             answer: tuple[AWSResponse, dict[str, Any]] | None = None
@@ -203,7 +201,7 @@ class LightCalls:
         """The answer as botocore's parser gives it: `json` for a plain success; the parser itself
         (and the error's modeled fields) for an error or an answer holding binary values."""
         content = http.content
-        if http.status_code < 300 and b'"B' not in content:
+        if http.status_code < 300 and b'"B":' not in content and b'"BS":' not in content:
             parsed: dict[str, Any] = json.loads(content) if content else {}
             headers = {name.lower(): value for name, value in http.headers.items()}
             metadata: dict[str, Any] = {}
