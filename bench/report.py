@@ -461,12 +461,14 @@ def _local_rows(results: dict[str, Any]) -> list[Row]:
 # For each headline row that can fall short: why it does (measured causes), and what would close it.
 SHORTFALL: dict[str, str] = {
     "burst: 1,000 tasks": (
-        "one worker process is bound by its own CPU, not by waiting: 7 to 12 ms of CPU per task on "
-        "this machine (botocore's request machinery about half, PynamoDB's (de)serialising about a "
-        "sixth, then the record mapping and Powertools metrics), so 32 threads overlap the round trips "
-        "until the GIL is saturated at roughly 140 tasks/s, about 11x the 80 ms a task takes alone. "
-        "Closing it: less client CPU per fire (fewer requests per fire; a lighter DynamoDB client), or "
-        "what the design does for large bursts: more invocations (fan-out, below)."
+        "one worker process is bound by its own CPU, not by waiting: about 5 to 6 ms of CPU per task "
+        "on this machine (cpu section: four DynamoDB requests at about 1 ms each through the store's "
+        "light client — 2.5 ms each through stock botocore — and 2 ms for the rest: the record "
+        "mapping, the loop, Powertools logging and metrics), with the stand-in on the same two cores; "
+        "32 threads overlap the round trips until the GIL is saturated at roughly 130 tasks/s, about "
+        "11x the ~86 ms a task takes alone. Closing it: fewer requests per fire (the one-item layout: "
+        "a claim and a completion, two instead of four) and less CPU around them, or what the design "
+        "does for large bursts: more invocations (fan-out, below)."
     ),
     "DynamoDB units per one-shot task lifecycle": (
         "a one-shot task costs 2 writes to create (its queue entry and its item) and 3 to run (the "
@@ -505,10 +507,12 @@ SHORTFALL: dict[str, str] = {
         "(each invocation waiting on I/O) shows how the fan-out scales while CPU is free."
     ),
     "fan-out: fires per second": (
-        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire one "
-        "invocation fires only some tens of tasks per second; 1,000 fires/s needs more invocations "
-        "(`max_invocations` and reserved concurrency) or more memory per invocation (its CPU share): "
-        "the projection table lists the figure for each."
+        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire (about 6 to "
+        "7 ms with the pool of 32) one invocation fires about 40 tasks per second; 1,000 fires/s "
+        "needs more invocations (`max_invocations` and reserved concurrency), more memory per "
+        "invocation (its CPU share: 8 invocations of 1,769 MB are projected at about 900), or less "
+        "CPU per fire (fewer requests per fire: the one-item layout). The projection table lists the "
+        "figure for each."
     ),
     "API list page": (
         "a page reads the same items whatever the backlog (one round of 16 Queries, about 50 queue "
