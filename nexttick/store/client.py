@@ -26,6 +26,7 @@ from typing import Any
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.context import get_context, with_current_context
+from botocore.exceptions import NoCredentialsError
 from botocore.hooks import first_non_none_response
 from botocore.model import OperationModel
 from botocore.parsers import create_parser
@@ -175,7 +176,10 @@ class LightCalls:
         self, model: OperationModel, request_dict: dict[str, Any], connections: Connections, signer: Signer
     ) -> tuple[AWSResponse, dict[str, Any]]:
         headers = dict(request_dict["headers"])
-        credentials = self.client._request_signer._credentials.get_frozen_credentials()
+        found = self.client._request_signer._credentials
+        if found is None:  # as botocore's signer says it
+            raise NoCredentialsError()
+        credentials = found.get_frozen_credentials()
         signer.sign(
             headers,
             connections.host,

@@ -114,6 +114,7 @@ class Worker:
         )
         # This pass's lateness per (action, kind), printed as one EMF line each when it ends.
         self._lateness_by_kind: defaultdict[Dimensions, list[float]] = defaultdict(list)
+        self._counts: Counter[str] = Counter()  # count metrics of the pass, added once at its end
         self._read: RuleState | None = None  # the record as the last pass read it
 
     # ------------------------------------------------------------------ loop
@@ -199,6 +200,9 @@ class Worker:
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
         self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
+        counts, self._counts = self._counts, Counter()
+        for name, count in sorted(counts.items()):  # summed by CloudWatch as one value per run would be
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
         lateness_by_kind, self._lateness_by_kind = self._lateness_by_kind, defaultdict(list)
         emit_by_dimensions(constants.METRIC_LATENESS, MetricUnit.Milliseconds, lateness_by_kind)
         if not submitted:
@@ -210,13 +214,13 @@ class Worker:
             outcome = future.result()  # a BaseException (crash) propagates and ends the run
             self.report.results[outcome.result] += 1
             if outcome.result.ran:
-                metrics.add_metric(name=constants.METRIC_RUNS, unit=MetricUnit.Count, value=1)
+                self._counts[constants.METRIC_RUNS] += 1
             if outcome.result in (RunResult.FAILED, RunResult.RETRYING):
-                metrics.add_metric(name=constants.METRIC_FAILURES, unit=MetricUnit.Count, value=1)
+                self._counts[constants.METRIC_FAILURES] += 1
             elif outcome.result is RunResult.SKIPPED:
-                metrics.add_metric(name=constants.METRIC_SKIPS, unit=MetricUnit.Count, value=1)
+                self._counts[constants.METRIC_SKIPS] += 1
             elif outcome.result in (RunResult.STALE, RunResult.ERROR):
-                metrics.add_metric(name=f"{outcome.result}_entries", unit=MetricUnit.Count, value=1)
+                self._counts[f"{outcome.result}_entries"] += 1
             if outcome.lateness_ms is not None:
                 metrics.add_metric(
                     name=constants.METRIC_LATENESS, unit=MetricUnit.Milliseconds, value=outcome.lateness_ms
@@ -225,7 +229,7 @@ class Worker:
                 by = (("action", outcome.action or "unknown"), ("kind", outcome.kind or "unknown"))
                 self._lateness_by_kind[by].append(outcome.lateness_ms)
                 if outcome.lateness_ms > constants.LATE_RUN_THRESHOLD_SECONDS * 1000:
-                    metrics.add_metric(name=constants.METRIC_LATE_RUNS, unit=MetricUnit.Count, value=1)
+                    self._counts[constants.METRIC_LATE_RUNS] += 1
                 if outcome.started is not None:  # written by the pass's end (`flush_lateness`)
                     self.store.note_lateness(outcome.started, outcome.lateness_ms)
 

@@ -21,7 +21,13 @@ from typing import Any
 import botocore.session
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+)
 
 from nexttick.store.client import LIGHT_OPERATIONS, LightCalls, lighten
 from tests.integration.test_motopatches_answers import _requests
@@ -274,3 +280,12 @@ def test_a_refused_connection_fails_as_botocore_fails_it(aws_credentials: None) 
         url = server.url
     outcomes = [_outcome(client) for client in _clients(url)]
     assert outcomes[0] == outcomes[1] == (EndpointConnectionError.__name__, -1)
+
+
+def test_a_client_without_credentials_fails_as_botocore_fails_it(aws_credentials: None) -> None:
+    with scripted([]) as server:
+        clients = _clients(server.url)
+        for client in clients:
+            client._request_signer._credentials = None  # what a session that found none holds
+        assert [_outcome(client) for client in clients] == [(NoCredentialsError.__name__, -1)] * 2
+        assert server.requests == 0
