@@ -10,6 +10,7 @@ python -m bench.run --render-only            # measure nothing: results.json's k
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -143,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         print(progress(number, order, durations, time.monotonic() - started), file=sys.stderr, flush=True)
         began = time.monotonic()
         try:
-            figures = RUNNERS[section](args.quick)
+            # Workers run in this process print their metric lines (EMF) to stdout; the progress
+            # lines (stderr) are what the bench shows.
+            with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+                figures = RUNNERS[section](args.quick)
         except Exception as error:  # the other sections' figures are still written; exit 1
             traceback.print_exc()
             failed = True

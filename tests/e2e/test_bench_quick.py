@@ -39,6 +39,8 @@ def test_bench_quick_writes_results_report_and_plots(tmp_path: Path) -> None:
     ]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
+    # And it shows its progress, not the metric lines of the workers it runs in-process
+    assert "bench: [1/" in done.stderr and '"_aws"' not in done.stdout + done.stderr
     # Then results.json holds every issue key, those sections' figures in full
     results = json.loads((out / "results.json").read_text())
     assert set(results) >= ISSUE_KEYS

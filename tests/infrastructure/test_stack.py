@@ -360,9 +360,7 @@ def test_dashboard_and_alarm_metric_names_are_the_ones_the_worker_emits() -> Non
     texts = [path.read_text() for path in sources]
     literals = {m for text in texts for m in re.findall(r'add_metric\(\s*name="(\w+)"', text)}
     named = {
-        m
-        for text in texts
-        for m in re.findall(r"(?:add_metric\(\s*name=|_counts\[)constants\.(\w+)", text)
+        m for text in texts for m in re.findall(r"(?:add_metric\(\s*name=|_counts\[)constants\.(\w+)", text)
     }
     emitted = literals | {getattr(constants, m) for m in named}
     # Then every scheduler metric the dashboard/alarms read is emitted by the worker
