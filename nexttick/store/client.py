@@ -9,9 +9,9 @@ BatchWriteItem itself: `json` for the body and the answer, the endpoint resolved
 `http.client` (nexttick.store.transport). Everything that decides behaviour stays botocore's and
 runs as it does for any call: the events around the call (`provide-client-params`,
 `before-parameter-build`, `before-call`, `before-send`, `needs-retry`, `after-call`, so in-process
-moto, Powertools and hooks see every request), the retry policy and its quota, error parsing and the
+moto, fault injection and test hooks see every request), the retry policy and its quota, error parsing and the
 modeled exceptions. Every other operation goes botocore's way.
-tests/integration/test_store_client.py holds the two paths' answers and errors equal, call by call.
+tests/integration/test_store_transport.py holds the two paths' answers and errors equal, call by call.
 """
 
 from __future__ import annotations
