@@ -69,7 +69,6 @@ class LightCalls:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.events = client.meta.events
-        self._models: dict[str, OperationModel] = {}
         self._endpoints: dict[str, tuple[Connections, Signer] | None] = {}
         self._parser = create_parser(client.meta.service_model.resolved_protocol)
         self._lock = threading.Lock()
@@ -77,7 +76,7 @@ class LightCalls:
     @with_current_context()  # as botocore's: a call's feature ids (its User-Agent) are its own
     def call(self, operation_name: str, api_params: dict[str, Any]) -> Any:
         client = self.client
-        model = self._model(operation_name)
+        model = client.meta.service_model.operation_model(operation_name)  # memoized by botocore
         context: dict[str, Any] = {
             "client_region": client.meta.region_name,
             "client_config": client.meta.config,
@@ -236,14 +235,6 @@ class LightCalls:
     @property
     def _botocore_call(self) -> Callable[[str, dict[str, Any]], Any]:
         return type(self.client)._make_api_call.__get__(self.client)
-
-    def _model(self, operation_name: str) -> OperationModel:
-        model = self._models.get(operation_name)
-        if model is None:
-            model = self._models[operation_name] = self.client.meta.service_model.operation_model(
-                operation_name
-            )
-        return model
 
     def _route(
         self, model: OperationModel, api_params: dict[str, Any], context: dict[str, Any]
