@@ -71,7 +71,7 @@ _MAX_CAS_RETRIES = 20
 
 class _HeadCover:
     """The store's hook between a new entry's write and the task write: lowers the entry's shard
-    head there (`RuleSync.cover_shard`), so that a client that dies after its task write has still
+    head and cursor there (`RuleSync.cover_shard`), so that a client that dies after its task write has still
     marked the shard for the next worker, and keeps the record as it was then for the rule sync."""
 
     def __init__(self, rule_sync: RuleSync | None) -> None:
@@ -82,7 +82,7 @@ class _HeadCover:
     def __call__(self, entry: QueueEntry) -> None:
         self.entry = entry
         if self.rule_sync is not None:
-            self.state = self.rule_sync.cover_shard(entry.shard, entry.run_at)
+            self.state = self.rule_sync.cover_shard(entry.shard, entry.run_at, key=entry.key)
 
 
 class Editor:
@@ -198,15 +198,18 @@ class Editor:
         self._resync(existing)
         return CreateResult(self._view(existing), created=False)
 
-    def _cover(self, task_id: str, run_at: datetime, covered: RuleState | None = None) -> None:
-        """After a committed entry write: the rule covers `run_at` (and its shard's head, unless
-        `covered` says it was lowered before the write)."""
-        self.runtime.rule_sync.on_task_due(run_at, shard_of(task_id, self.store.shards), covered)
+    def _cover(
+        self, task_id: str, run_at: datetime, covered: RuleState | None = None, *, key: str | None = None
+    ) -> None:
+        """After a committed entry write: the rule covers `run_at` (and its shard's head and cursor,
+        for the entry's sort key `key`, unless `covered` says they were lowered before the write)."""
+        shard = shard_of(task_id, self.store.shards)
+        self.runtime.rule_sync.on_task_due(run_at, shard, covered, key=key)
 
     def _resync(self, record: TaskRecord) -> None:
         """Run the rule sync for a pending task's next run again (one read when already covered)."""
         if record.status == TaskStatus.PENDING and record.queue_key is not None:
-            self._cover(record.id, split_queue_sort_key(record.queue_key)[0])
+            self._cover(record.id, split_queue_sort_key(record.queue_key)[0], key=record.queue_key)
 
     # ------------------------------------------------------------------ read
     def get(self, task_id: str) -> Task:

@@ -20,7 +20,8 @@ TTL has passed are dropped, as DynamoDB would have done. What the stopped proces
 held is dropped too, since none of them is still running (the state directory's lock keeps a second
 stack off it): the rule record's waiter claim, which would keep the next start's worker from
 waiting, its shard heads, which may stand at the end of a dropped lease (the first worker reads
-every shard and records them again), and the claim leases of queue entries, whose occurrences
+every shard and records them again; its shard cursors stay, since an entry whose lease is dropped
+keeps its key), and the claim leases of queue entries, whose occurrences
 would otherwise wait out the rest of their lease (up to a minute) before running again. An
 occurrence whose delivery was cut off runs again at once, under the same idempotency key, exactly
 as after its lease.

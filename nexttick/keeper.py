@@ -5,11 +5,11 @@ An editor commits a task, then arms the rule or invokes the worker. A client tha
 task that nothing would run. The table's stream is the outbox of those commits: for each batch of
 stream records the keeper does what the client may not have done —
 
-* a task whose new image is pending with a queue entry it did not have before (created,
-  rescheduled, moved on or queued for a retry by the worker) -> `RuleSync.cover_shard` for the
-  earliest such entry of each queue shard, then `RuleSync.on_task_due` for the batch's earliest entry
-  time too close to arm and its earliest armable one. Either call covers every later task of the
-  batch: a lower that finds (or makes) the record armed at or before a minute covers all later
+* a task whose new image is pending with a queue entry it did not have before (created, rescheduled,
+  moved on or queued for a retry by the worker) -> `RuleSync.cover_shard` (head and cursor) for the
+  earliest such entry of each queue shard, then `RuleSync.on_task_due` for the batch's earliest
+  entry time too close to arm and its earliest armable one. Either call covers every later task of
+  the batch: a lower that finds (or makes) the record armed at or before a minute covers all later
   minutes (the store/load argument of docs/architecture.md), and an invoked or already waiting
   worker reads the shard heads after these lowerings and re-arms for them;
 * a rule-record change of armed minute or version -> `RuleSync.confirm`: the rule is made to match
@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from nexttick.rulesync import Outcome, RuleSync
-from nexttick.store.keys import shard_of
+from nexttick.store.keys import shard_of, split_queue_sort_key
 from nexttick.store.records import RUNNABLE_NOW, RuleState, TaskStatus
 from nexttick.store.streams import ItemKind, item_kind, rule_image, task_image
 
@@ -54,25 +54,28 @@ class KeeperReport:
         }
 
 
-def scheduled_due(record: Mapping[str, Any]) -> tuple[str, datetime] | None:
-    """The task and the entry time a task stream record newly schedules, or None (not a task, not
-    pending, entries unchanged, a removal): its schedule's entry (next occurrence or retry), or a
-    "run now" occurrence just asked for (pending, paused, or a failed task's retry), whichever is
-    earlier."""
+def scheduled_due(record: Mapping[str, Any]) -> tuple[str, datetime, str] | None:
+    """The task, and the time and sort key of the entry a task stream record newly schedules, or
+    None (not a task, not pending, entries unchanged, a removal): its schedule's entry (next
+    occurrence or retry), or a "run now" occurrence just asked for (pending, paused, or a failed
+    task's retry), whichever is earlier."""
     change = record.get("dynamodb", {})
     if record.get("eventName") not in _CHANGES or item_kind(change.get("Keys", {})) is not ItemKind.TASK:
         return None
     new = task_image(change["NewImage"])
     old = task_image(change["OldImage"]) if "OldImage" in change else None
-    wanted: list[datetime] = []
+    wanted: list[str] = []  # entry keys: they sort by run time first
     # A payload or policy update leaves the entry as it was: it was covered when it was written.
-    new_entry = old is None or old.status != TaskStatus.PENDING or old.entry_at != new.entry_at
-    if new.status == TaskStatus.PENDING and new.entry_at is not None and new_entry:
-        wanted.append(new.entry_at)
-    new_run_now = old is None or old.run_now_at != new.run_now_at
-    if new.run_now_at is not None and new.status in RUNNABLE_NOW and new_run_now:
-        wanted.append(new.run_now_at)
-    return (new.task_id, min(wanted)) if wanted else None
+    new_entry = old is None or old.status != TaskStatus.PENDING or old.entry_key != new.entry_key
+    if new.status == TaskStatus.PENDING and new.entry_key is not None and new_entry:
+        wanted.append(new.entry_key)
+    new_run_now = old is None or old.run_now_key != new.run_now_key
+    if new.run_now_key is not None and new.status in RUNNABLE_NOW and new_run_now:
+        wanted.append(new.run_now_key)
+    if not wanted:
+        return None
+    key = min(wanted)
+    return new.task_id, split_queue_sort_key(key)[0], key
 
 
 def moves_rule(record: Mapping[str, Any]) -> bool:
@@ -93,14 +96,14 @@ class Keeper:
 
     def handle(self, records: Iterable[Mapping[str, Any]]) -> KeeperReport:
         report = KeeperReport()
-        earliest: dict[int, datetime] = {}  # by queue shard
+        earliest: dict[int, tuple[datetime, str]] = {}  # by queue shard: due time, entry key
         for record in records:
             report.records += 1
             scheduled = scheduled_due(record)
             if scheduled is not None:
-                task_id, due = scheduled
+                task_id, due, key = scheduled
                 shard = shard_of(task_id, self.rule_sync.store.shards)
-                earliest[shard] = min(due, earliest.get(shard, due))
+                earliest[shard] = min((due, key), earliest.get(shard, (due, key)))
                 report.scheduled += 1
             elif moves_rule(record):
                 report.rule_moves += 1
@@ -108,9 +111,9 @@ class Keeper:
         if report.rule_moves:
             outcome, rule = self.rule_sync.confirm()
             report.outcomes.append(outcome)
-        for shard, due in earliest.items():
-            rule = self.rule_sync.cover_shard(shard, due, rule)
-        shards = {due: shard for shard, due in earliest.items()}
+        for shard, (due, key) in earliest.items():
+            rule = self.rule_sync.cover_shard(shard, due, rule, key=key)
+        shards = {due: shard for shard, (due, _) in earliest.items()}
         for due in self._representatives(set(shards)):
             # The first decides on the record as covered; a second reads it again (the first may
             # have moved it).

@@ -39,7 +39,7 @@ from typing import Protocol
 
 from nexttick.clock import Clock
 from nexttick.schedules import Timing
-from nexttick.store.records import RuleState
+from nexttick.store.records import RuleState, ShardFront
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +58,22 @@ class RuleStateStore(Protocol):
     @property
     def shards(self) -> int: ...
 
-    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]: ...
+    def shard_fronts(
+        self,
+        shards: Collection[int],
+        cursors: Mapping[int, str] | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> dict[int, ShardFront]: ...
 
-    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None: ...
+    def lower_shard(self, shard: int, at: datetime | None, key: str | None) -> RuleState | None: ...
 
-    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool: ...
+    def raise_shard_heads(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, str] | None = None,
+    ) -> bool: ...
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
 
@@ -147,29 +158,38 @@ class RuleSync:
         self.stale_after = stale_after
 
     # ------------------------------------------------------------------ editor side
-    def on_task_due(self, due: datetime, shard: int, covered: RuleState | None = None) -> Outcome:
+    def on_task_due(
+        self, due: datetime, shard: int, covered: RuleState | None = None, *, key: str | None = None
+    ) -> Outcome:
         """Called after an entry due at `due` in queue shard `shard` has been committed (create,
         reschedule, resume, run now). `covered`: what `cover_shard` returned, when the caller lowered
         the head before its task write (then a client that dies right after the write still leaves
         the head lowered: the next worker that wakes for anything reads the shard)."""
-        state = covered or self.cover_shard(shard, due)
+        state = covered or self.cover_shard(shard, due, key=key)
         minute = self.timing.fire_minute(due)
         if not self.timing.armable(minute, self.clock.now()):
             return self._hand_to_worker(due, state)
         return self.lower(minute, state)
 
-    def cover_shard(self, shard: int, due: datetime, read: RuleState | None = None) -> RuleState:
-        """Make the record's head of `shard` no later than `due` (an entry due then is written, or
-        about to be). Returns the record as read after any lowering (or as the lowering wrote it):
-        decisions about the rule are made on it, so that a worker that raised the head before our
-        lowering reads the record again after it. `read`: the record as the caller read it after the
+    def cover_shard(
+        self, shard: int, due: datetime, read: RuleState | None = None, *, key: str | None = None
+    ) -> RuleState:
+        """Make the record's head of `shard` no later than `due`, and its cursor no later than `key`
+        (an entry due then, under that sort key, is written, or about to be). Returns the record as
+        read after any lowering (or as the lowering wrote it): decisions about the rule are made on
+        it, so that a worker that raised the head before our lowering reads the record again after
+        it. `read`: the record as the caller read it after the
         entry was written (any read after it will do: a raise it misses is followed by the raiser's
         second read of the shard, which finds the entry)."""
         state = read or self.store.read_rule_state()
-        while state.knows_head(shard) and head_later(state.head_of(shard), due):
-            written = self.store.lower_shard_head(shard, due)
+        while True:
+            at = due if state.knows_head(shard) and head_later(state.head_of(shard), due) else None
+            cursor = state.cursor_of(shard)
+            below = key if key is not None and cursor is not None and key < cursor else None
+            if at is None and below is None:
+                return state
+            written = self.store.lower_shard(shard, at, below)
             state = written if written is not None else self.store.read_rule_state()
-        return state
 
     def _hand_to_worker(self, due: datetime, state: RuleState) -> Outcome:
         """A due time too close to arm goes to a worker directly, unless a waiter's claim covers it.
@@ -274,11 +294,12 @@ class RuleSync:
         self, state: RuleState, touched: Collection[int]
     ) -> tuple[RuleState, dict[int, datetime | None]]:
         """Every shard's head: as recorded where that is later than now (nothing there can be due
-        yet), else read from the shard — where the recorded head is due, unknown, or the shard was
-        written by this invocation. The record's heads are raised to what was read (each only if
-        still the value `state` holds: a lowering since means read again), then the raised shards
-        are read **again**: an entry written before its writer read the old, lower head was not
-        lowered for by that writer, and this second read finds it (then we lower for it)."""
+        yet), else read from the shard (from its cursor) — where the recorded head is due, unknown,
+        or the shard was written by this invocation. The record's heads and cursors are raised to
+        what was read (each only if still the value `state` holds: a lowering since means read
+        again), then the raised shards are read **again**, from where their cursors stood: an entry
+        written before its writer read the old, lower head or cursor was not lowered for by that
+        writer, and this second read finds it (then we lower for it)."""
         while True:
             now = self.clock.now()
             stale = [
@@ -286,29 +307,41 @@ class RuleSync:
                 for s in range(self.store.shards)
                 if s in touched or not state.knows_head(s) or _due(state, s, now)
             ]
-            read = dict(self.store.shard_heads(stale)) if stale else {}
+            fronts = self.store.shard_fronts(stale, state.cursors, now=now) if stale else {}
             raised = {
-                s: h for s, h in read.items() if not state.knows_head(s) or head_later(h, state.head_of(s))
+                s: front.head
+                for s, front in fronts.items()
+                if not state.knows_head(s) or head_later(front.head, state.head_of(s))
             }
-            if raised and not self.store.raise_shard_heads(state, raised):
+            advanced = {
+                s: front.cursor
+                for s, front in fronts.items()
+                if front.cursor is not None and _cursor_later(front.cursor, state.cursor_of(s))
+            }
+            if (raised or advanced) and not self.store.raise_shard_heads(state, raised, advanced):
                 state = self.store.read_rule_state()
                 continue
-            again = self._reread(raised) if raised else {}
-            for shard, head in read.items():
-                latest = again.get(shard, head)
+            again = self._reread(raised.keys() | advanced.keys(), state) if raised or advanced else {}
+            read: dict[int, datetime | None] = {}
+            for shard, front in fronts.items():
+                latest = again.get(shard, front)
                 recorded = raised.get(shard, state.head_of(shard) if state.knows_head(shard) else None)
-                if latest is not None and head_later(recorded, latest):
+                cursor = advanced.get(shard, state.cursor_of(shard))
+                at = latest.head if latest.head is not None and head_later(recorded, latest.head) else None
+                below = latest.cursor if _cursor_later(cursor, latest.cursor) else None
+                if at is not None or below is not None:
                     # An entry its writer has not lowered for yet (or one we raised past): lower.
-                    self.store.lower_shard_head(shard, latest)
-                read[shard] = latest
+                    self.store.lower_shard(shard, at, below)
+                read[shard] = latest.head
             recorded_heads = {
                 s: state.head_of(s) for s in range(self.store.shards) if s not in read and state.knows_head(s)
             }
             return state, recorded_heads | read
 
-    def _reread(self, raised: dict[int, datetime | None]) -> dict[int, datetime | None]:
-        """The second read of the shards whose heads were just raised."""
-        return self.store.shard_heads(list(raised))
+    def _reread(self, shards: Collection[int], state: RuleState) -> dict[int, ShardFront]:
+        """The second read of the shards whose heads or cursors were just raised, from where their
+        cursors stood before (`state`)."""
+        return self.store.shard_fronts(shards, state.cursors, now=self.clock.now())
 
     def _landed_in_time(self, target: datetime | None) -> bool:
         """Our PutRule for `target` returned while the minute was still armable. A slower one may
@@ -326,7 +359,9 @@ class RuleSync:
         ]
         unknown = [s for s in range(self.store.shards) if not state.knows_head(s)]
         recorded += (
-            [(h, s) for s, h in self.store.shard_heads(unknown).items() if h is not None] if unknown else []
+            [(f.head, s) for s, f in self.store.shard_fronts(unknown).items() if f.head is not None]
+            if unknown
+            else []
         )
         if recorded:
             again, shard = min(recorded)
@@ -463,6 +498,11 @@ def head_later(head: datetime | None, than: datetime | None) -> bool:
     if head is None:
         return than is not None
     return than is not None and head > than
+
+
+def _cursor_later(cursor: str | None, than: str | None) -> bool:
+    """Whether shard cursor `cursor` is past `than` (None: the shard's start, before anything)."""
+    return cursor is not None and (than is None or cursor > than)
 
 
 def _due(state: RuleState, shard: int, by: datetime) -> bool:

@@ -47,6 +47,11 @@ def upper_bound_for(instant: datetime) -> str:
     return f"{format_instant(instant)}$"
 
 
+def cursor_at(instant: datetime) -> str:
+    """A shard cursor at `instant`: sorts before every entry due at or after it."""
+    return format_instant(instant)
+
+
 def run_sort_key(slot: int) -> str:
     """`R#<slot>`: a run record's place in its task's ring (sorts before the task's own `T`)."""
     return f"{RUN_SK_PREFIX}{slot:04d}"

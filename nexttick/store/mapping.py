@@ -121,6 +121,7 @@ def rule_state(item: RuleStateItem) -> RuleState:
         waiter_until=from_epoch(item.waiter_until) if item.waiter_until else None,
         waiter_owner=item.waiter_owner,
         heads=None if item.heads is None else shard_heads(item.heads.as_dict()),
+        cursors=None if item.cursors is None else {int(s): str(k) for s, k in item.cursors.as_dict().items()},
     )
 
 

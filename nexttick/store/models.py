@@ -130,6 +130,8 @@ class RuleStateItem(Model):
     waiter_owner = UnicodeAttribute(null=True)
     # `<shard>` -> the shard's head in epoch milliseconds (nexttick.store.rule, "shard heads").
     heads: MapAttribute[str, Any] = MapAttribute(null=True)
+    # `<shard>` -> the sort key the shard's reads start at (nexttick.store.rule, "shard cursors").
+    cursors: MapAttribute[str, Any] = MapAttribute(null=True)
 
 
 class LatenessItem(Model):

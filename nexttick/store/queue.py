@@ -7,7 +7,7 @@ import functools
 import heapq
 import itertools
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +20,7 @@ from nexttick.store import keys, wire
 from nexttick.store.base import StoreBase, condition_failed
 from nexttick.store.mapping import queue_entry, queue_item
 from nexttick.store.prebuilt import Prebuilt
-from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord
+from nexttick.store.records import EntryRef, Occurrence, QueueEntry, ShardFront, TaskRecord
 from nexttick.timeutil import from_epoch, to_epoch
 
 # Entries per request when looking for a shard's head: usually the first one decides.
@@ -200,23 +200,26 @@ class QueueStore(StoreBase):
         *,
         up_to: datetime | None = None,
         after_key: str | None = None,
+        from_key: str | None = None,
         page_size: int = 100,
         parked: bool = False,
     ) -> Iterator[QueueEntry]:
-        """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`
-        and/or after the sort key `after_key`; with `parked`, of its paused tasks' twin partition.
-        Lazily paged: callers read only what they consume."""
+        """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`,
+        after the sort key `after_key` and from the sort key `from_key` on (a shard's cursor); with
+        `parked`, of its paused tasks' twin partition. Lazily paged: callers read only what they
+        consume."""
         q = self.models.queue
+        lower = max(filter(None, (after_key and after_key + "\x00", from_key)), default=None)
         condition: Condition | None = None
-        if up_to is not None and after_key is not None:
-            lower, upper = after_key + "\x00", keys.upper_bound_for(up_to)
+        if up_to is not None and lower is not None:
+            upper = keys.upper_bound_for(up_to)
             if lower > upper:  # DynamoDB rejects a BETWEEN whose bounds are reversed
                 return
             condition = q.sk.between(lower, upper)
         elif up_to is not None:
             condition = q.sk <= keys.upper_bound_for(up_to)
-        elif after_key is not None:
-            condition = q.sk > after_key
+        elif lower is not None:
+            condition = q.sk >= lower
         for item in q.query(
             keys.queue_pk(shard, parked=parked),
             range_key_condition=condition,
@@ -233,11 +236,20 @@ class QueueStore(StoreBase):
         page_size: int = 100,
         shards: Collection[int] | None = None,
         parked: bool = False,
+        cursors: Mapping[int, str] | None = None,
     ) -> Iterator[QueueEntry]:
-        """Entries of all shards (or of `shards`) in run-time order (as `shard_entries`), merged. The
-        shards' first pages are read in parallel: one round trip of latency instead of one per shard."""
+        """Entries of all shards (or of `shards`) in run-time order (as `shard_entries`; each shard
+        from its cursor in `cursors`, if any), merged. The shards' first pages are read in parallel:
+        one round trip of latency instead of one per shard."""
         streams = [
-            self.shard_entries(shard, up_to=up_to, after_key=after_key, page_size=page_size, parked=parked)
+            self.shard_entries(
+                shard,
+                up_to=up_to,
+                after_key=after_key,
+                from_key=(cursors or {}).get(shard),
+                page_size=page_size,
+                parked=parked,
+            )
             for shard in (range(self.shards) if shards is None else sorted(shards))
         ]
         firsts = list(self._pool.map(lambda stream: next(stream, None), streams))
@@ -248,23 +260,37 @@ class QueueStore(StoreBase):
         ]
         return heapq.merge(*primed, key=lambda entry: entry.key)
 
-    def shard_head(self, shard: int) -> datetime | None:
-        """Earliest time any entry of `shard` becomes claimable. Reads the leased entries at the front
-        of the shard (in flight: bounded by the worker pool) and then one more."""
+    def shard_front(self, shard: int, cursor: str | None = None, now: datetime | None = None) -> ShardFront:
+        """The front of `shard` read from `cursor`: the earliest time any entry becomes claimable, and
+        the cursor it justifies (the first entry's key — the first unfinished one — or, if earlier,
+        the key of `now`: a later entry is due after the read). Reads the leased entries at the front
+        (in flight: bounded by the worker pool) and then one more."""
         best: datetime | None = None
-        for entry in self.shard_entries(shard, page_size=HEAD_PAGE_SIZE):
+        first: str | None = None
+        for entry in self.shard_entries(shard, from_key=cursor, page_size=HEAD_PAGE_SIZE):
+            first = first or entry.key
             at = entry.effective_at()
             best = at if best is None or at < best else best
             if entry.lease_until is None or entry.lease_until <= entry.run_at:
                 break  # every later entry runs at or after this one
-        return best
+        bound = keys.cursor_at(now) if now is not None else None
+        return ShardFront(best, min(filter(None, (first, bound)), default=None))
 
-    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
-        """`shard_head` of each of `shards`, read in parallel (None: the shard is empty)."""
+    def shard_fronts(
+        self,
+        shards: Collection[int],
+        cursors: Mapping[int, str] | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> dict[int, ShardFront]:
+        """`shard_front` of each of `shards` (each from its cursor in `cursors`), read in parallel."""
         ordered = sorted(shards)
-        return dict(zip(ordered, self._pool.map(self.shard_head, ordered), strict=True))
+        starts = cursors or {}
+        fronts = self._pool.map(lambda shard: self.shard_front(shard, starts.get(shard), now), ordered)
+        return dict(zip(ordered, fronts, strict=True))
 
     def head(self) -> datetime | None:
         """Earliest claimable time over all shards, read from every shard (strongly consistent, no
         Scan): what the rule record's shard heads are lower bounds of."""
-        return min((h for h in self.shard_heads(range(self.shards)).values() if h is not None), default=None)
+        fronts = self.shard_fronts(range(self.shards)).values()
+        return min((front.head for front in fronts if front.head is not None), default=None)

@@ -227,6 +227,16 @@ class QueueEntry:
         return self.lease_until is not None and self.lease_until > now
 
 
+@dataclass(frozen=True)
+class ShardFront:
+    """What a read of a queue shard's front found: the earliest time an entry becomes claimable
+    (None: the shard holds no entry from where it was read), and the cursor the read justifies —
+    the first entry's key, or the key of the read's instant if that sorts first (None: neither)."""
+
+    head: datetime | None
+    cursor: str | None
+
+
 @dataclass
 class RuleState:
     """What the single EventBridge rule is armed for (None = the epoch), with a CAS version."""
@@ -248,6 +258,9 @@ class RuleState:
     # later than a claimable entry), None for a shard known to be empty. A shard missing from the
     # map is not known and must be read; `heads` None: the record holds no shard heads yet.
     heads: Mapping[int, datetime | None] | None = None
+    # Per queue shard, a sort key no unfinished entry of the shard sorts before: reads of the shard
+    # start there. A shard missing from the map (or `cursors` None) is read from its start.
+    cursors: Mapping[int, str] | None = None
 
     def knows_head(self, shard: int) -> bool:
         return self.heads is not None and shard in self.heads
@@ -256,6 +269,10 @@ class RuleState:
         """The recorded head of a shard it knows (None: empty)."""
         assert self.heads is not None
         return self.heads[shard]
+
+    def cursor_of(self, shard: int) -> str | None:
+        """Where reads of `shard` start (None: at its first entry)."""
+        return None if self.cursors is None else self.cursors.get(shard)
 
     @property
     def published(self) -> bool:

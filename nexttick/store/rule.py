@@ -6,7 +6,12 @@ Shard heads: `heads.<shard>` is the earliest time any entry of the shard can be 
 for none — a lower bound. Whoever writes an entry lowers its shard's head (only ever down, so
 concurrent lowerings commute); the worker raises heads to what it read, each conditioned on the
 value it read, and reads the shard again afterwards (nexttick.rulesync). The armed minute's CAS
-does not look at the heads, nor their writes at the version: they are independent."""
+does not look at the heads, nor their writes at the version: they are independent.
+
+Shard cursors: `cursors.<shard>` is a sort key that no unfinished entry of the shard sorts before
+(reads of the shard start there). They move as the heads do, in the same writes: lowered by whoever
+writes an entry below one, raised by the worker to what it read (conditioned on the value it read)
+and followed by a second read from where the old cursor stood."""
 
 from __future__ import annotations
 
@@ -106,35 +111,62 @@ class RuleStateStore(StoreBase):
         actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
         return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
 
-    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
-        """Lower `shard`'s head to `at` if the record knows it and it is later; returns the record as
-        written (None: nothing written — already at or before `at`, or not known)."""
+    def lower_shard(self, shard: int, at: datetime | None, key: str | None) -> RuleState | None:
+        """In one write, lower `shard`'s head to `at` and its cursor to `key` (each only if given, and
+        only while the recorded value is later); returns the record as written (None: a condition
+        failed — read the record and decide again)."""
         r = self.models.rule
-        item = r(RULE_STATE_PK, RULE_STATE_SK)
-        head = r.heads[str(shard)]
-        try:
-            item.update(actions=[head.set(head_ms(at))], condition=head > head_ms(at))
-        except UpdateError as exc:
-            if condition_failed(exc):
-                return None
-            raise
-        return rule_state(item)
-
-    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool:
-        """Set the given shards' heads, if each is still what `read` says (a lowering since makes it
-        fail: read again). A record without heads gets a map of these shards alone."""
-        r = self.models.rule
-        if read.heads is None:
-            value = {str(shard): head_ms(head) for shard, head in heads.items()}
-            return self._update_rule([r.heads.set(value)], r.heads.does_not_exist()) is not None
         actions: list[Any] = []
-        condition: Condition | None = None
-        for shard, head in heads.items():
-            path = r.heads[str(shard)]
-            actions.append(path.set(head_ms(head)))
-            was = path == head_ms(read.head_of(shard)) if read.knows_head(shard) else path.does_not_exist()
-            condition = was if condition is None else condition & was
-        assert condition is not None, "no shard to raise"
+        conditions: list[Condition] = []
+        if at is not None:
+            head = r.heads[str(shard)]
+            actions.append(head.set(head_ms(at)))
+            conditions.append(head > head_ms(at))
+        if key is not None:
+            cursor = r.cursors[str(shard)]
+            actions.append(cursor.set(key))
+            conditions.append(cursor > key)
+        assert actions, "nothing to lower"
+        condition = conditions[0]
+        for more in conditions[1:]:
+            condition = condition & more
+        return self._update_rule(actions, condition)
+
+    def raise_shard_heads(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, str] | None = None,
+    ) -> bool:
+        """Set the given shards' heads (and `cursors`), if each is still what `read` says (a lowering
+        since makes it fail: read again). A record without heads (or cursors) gets a map of these
+        shards alone."""
+        r = self.models.rule
+        actions: list[Any] = []
+        conditions: list[Condition] = []
+        for attribute, known, new in (
+            (r.heads, read.heads, {s: head_ms(h) for s, h in heads.items()}),
+            (r.cursors, read.cursors, dict(cursors or {})),
+        ):
+            if not new:
+                continue
+            if known is None:
+                actions.append(attribute.set({str(shard): value for shard, value in new.items()}))
+                conditions.append(attribute.does_not_exist())
+                continue
+            for shard, value in new.items():
+                path = attribute[str(shard)]
+                actions.append(path.set(value))
+                if shard not in known:
+                    conditions.append(path.does_not_exist())
+                elif attribute is r.heads:
+                    conditions.append(path == head_ms(read.head_of(shard)))
+                else:
+                    conditions.append(path == read.cursor_of(shard))
+        assert actions, "no shard to raise"
+        condition = conditions[0]
+        for more in conditions[1:]:
+            condition = condition & more
         return self._update_rule(actions, condition) is not None
 
     def _update_rule(self, actions: list[Any], condition: Condition) -> RuleState | None:

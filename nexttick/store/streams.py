@@ -11,7 +11,6 @@ from enum import StrEnum
 from typing import Any
 
 from nexttick.constants import PARTITION_KEY, RULE_STATE_PK, RULE_STATE_SK, SORT_KEY, TASK_PK_PREFIX, TASK_SK
-from nexttick.store.keys import split_queue_sort_key
 from nexttick.store.models import RuleStateItem, TaskItem
 from nexttick.timeutil import from_epoch
 
@@ -24,14 +23,15 @@ class ItemKind(StrEnum):
 
 @dataclass(frozen=True)
 class TaskImage:
-    """What the keeper needs from a task item: is it pending, when its schedule's entry runs (its
-    due time plus jitter, or a retry's time), and when its "run now" occurrence (if one waits) runs."""
+    """What the keeper needs from a task item: is it pending, the sort key of its schedule's entry
+    (which starts with when it runs: its due time plus jitter, or a retry's time), and of its "run
+    now" occurrence's entry (if one waits)."""
 
     task_id: str
     status: str
     due: datetime | None
-    entry_at: datetime | None = None
-    run_now_at: datetime | None = None
+    entry_key: str | None = None
+    run_now_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,10 @@ def item_kind(keys: Mapping[str, Any]) -> ItemKind:
 
 
 def task_image(image: Mapping[str, Any]) -> TaskImage:
-    """(task id, status, due, entry and run-now times) of a task item's stream image (DynamoDB JSON)."""
+    """(task id, status, due, entry and run-now keys) of a task item's stream image (DynamoDB JSON)."""
     item = TaskItem.from_raw_data(dict(image))
-    entry_at = split_queue_sort_key(item.queue_key)[0] if item.queue_key and not item.queue_parked else None
-    run_now_at = split_queue_sort_key(item.extra_key)[0] if item.extra_key else None
-    return TaskImage(item.task_id, item.status, item.due, entry_at=entry_at, run_now_at=run_now_at)
+    entry_key = item.queue_key if not item.queue_parked else None
+    return TaskImage(item.task_id, item.status, item.due, entry_key=entry_key, run_now_key=item.extra_key)
 
 
 def rule_image(image: Mapping[str, Any]) -> RuleImage:

@@ -177,18 +177,19 @@ class TaskWrites(QueueStore, RuleStateStore):
     def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
         """Write many new pending tasks, each with a fresh queue entry at its `due`, with
         BatchWriteItem, unconditionally (loading a backlog for benchmarks and tests; never where an
-        id could already exist), then lower each shard's recorded head to its earliest new entry.
-        Sets each record's queue pointer."""
-        earliest: dict[int, datetime] = {}
+        id could already exist), then lower each shard's recorded head and cursor to its earliest new
+        entry. Sets each record's queue pointer."""
+        earliest: dict[int, str] = {}  # by shard: the earliest new entry's key
         with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
             for entry, task in self.new_items(records, created_at):
                 entries.save(entry)
                 tasks.save(task)
-                run_at = keys.split_queue_sort_key(entry.sk)[0]
                 shard = keys.shard_of(task.task_id, self.shards)
-                earliest[shard] = min(run_at, earliest.get(shard, run_at))
-        for shard, run_at in earliest.items():
-            self.lower_shard_head(shard, run_at)
+                earliest[shard] = min(entry.sk, earliest.get(shard, entry.sk))
+        for shard, key in earliest.items():
+            # Two writes: either value may already be at or before the entry.
+            self.lower_shard(shard, keys.split_queue_sort_key(key)[0], None)
+            self.lower_shard(shard, None, key)
 
     def new_items(
         self, records: Iterable[TaskRecord], created_at: datetime

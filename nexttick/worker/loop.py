@@ -2,7 +2,8 @@
 
 One invocation:
 1. a *pass* reads the entries due by now + CLAIM_AHEAD_SECONDS from the shards it works whose
-   recorded head is due (the rule record's shard heads; lazy, bounded pages merged in due order),
+   recorded head is due, each from its cursor (the rule record's shard heads and cursors; lazy,
+   bounded pages merged in due order),
    skips live leases, and submits at most `pool_size` occurrences at a time to its pool, where each
    is claimed, run and completed (nexttick.worker.occurrence);
 2. passes repeat while one fills the pool; then `rule_sync.rearm()` brings the shard heads of the
@@ -176,7 +177,10 @@ class Worker:
             return PassResult.EMPTY
         with self.leases.renewing():
             for entry in self.store.merged_entries(
-                up_to=now + self.prepare, page_size=self.settings.page_size, shards=due.shards
+                up_to=now + self.prepare,
+                page_size=self.settings.page_size,
+                shards=due.shards,
+                cursors=due.record.cursors,
             ):
                 if not self.sharing.takes(entry, now):
                     continue  # leased elsewhere (its lease end is part of the head), or not ours now

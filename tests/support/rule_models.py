@@ -27,7 +27,7 @@ from nexttick.config import Precision
 from nexttick.rulesync import DueShards, Outcome, RearmResult, RuleSync, WaitClaim, head_later
 from nexttick.runtime import Runtime
 from nexttick.schedules import Timing
-from nexttick.store.records import RuleState
+from nexttick.store.records import RuleState, ShardFront
 from nexttick.worker.loop import PassResult, RunReport, Worker
 from tests.support.interleave import Op, Replay, replay_step
 
@@ -51,11 +51,17 @@ _UNKNOWN = object()
 
 
 def _frozen_heads(
-    read: RuleState, heads: Mapping[int, datetime | None]
-) -> tuple[tuple[tuple[int, datetime | None], ...] | None, tuple[tuple[int, datetime | None], ...]]:
-    """A raise's arguments as the model's operations carry them (hashable)."""
+    read: RuleState, heads: Mapping[int, datetime | None], cursors: Mapping[int, Any] | None = None
+) -> tuple[Any, ...]:
+    """A raise's arguments as the model's operations carry them (hashable): the heads as read and
+    as set, the cursors as read and as set."""
     before = None if read.heads is None else tuple(sorted(read.heads.items()))
-    return before, tuple(sorted(heads.items()))
+    cursors_before = None if read.cursors is None else tuple(sorted(read.cursors.items()))
+    return before, tuple(sorted(heads.items())), cursors_before, tuple(sorted((cursors or {}).items()))
+
+
+def _frozen(mapping: Mapping[int, Any] | None) -> tuple[tuple[int, Any], ...] | None:
+    return None if mapping is None else tuple(sorted(mapping.items()))
 
 
 def at(seconds: float) -> datetime:
@@ -79,6 +85,8 @@ class Record:
     waiter_until: datetime | None = None
     waiter_owner: str | None = None
     heads: tuple[tuple[int, datetime | None], ...] | None = None  # by shard, sorted; None: none yet
+    # By shard, sorted: where reads of the shard start (a queue key, or `(instant,)`); None: none yet.
+    cursors: tuple[tuple[int, Any], ...] | None = None
 
     def state(self) -> RuleState:
         return RuleState(
@@ -91,33 +99,56 @@ class Record:
             waiter_until=self.waiter_until,
             waiter_owner=self.waiter_owner,
             heads=None if self.heads is None else dict(self.heads),
+            cursors=None if self.cursors is None else dict(self.cursors),
         )
 
-    def lower_head(self, shard: int, at: datetime) -> tuple[Record, RuleState | None]:
-        heads = dict(self.heads or ())
-        if shard not in heads or not head_later(heads[shard], at):
-            return self, None
-        heads[shard] = at
-        record = replace(self, heads=tuple(sorted(heads.items())))
+    def lower(self, shard: int, at: datetime | None, key: Any) -> tuple[Record, RuleState | None]:
+        """One write lowering the head to `at` and the cursor to `key` (those given), each only while
+        the recorded value is later; nothing when a condition fails."""
+        heads, cursors = dict(self.heads or ()), dict(self.cursors or ())
+        if at is not None:
+            if shard not in heads or not head_later(heads[shard], at):
+                return self, None
+            heads[shard] = at
+        if key is not None:
+            if shard not in cursors or not cursors[shard] > key:
+                return self, None
+            cursors[shard] = key
+        record = replace(
+            self,
+            heads=_frozen(heads) if at is not None else self.heads,
+            cursors=_frozen(cursors) if key is not None else self.cursors,
+        )
         return record, record.state()
 
     def raise_heads(
         self,
         read: tuple[tuple[int, datetime | None], ...] | None,
         new: tuple[tuple[int, datetime | None], ...],
+        cursors_read: tuple[tuple[int, Any], ...] | None = None,
+        cursors_new: tuple[tuple[int, Any], ...] = (),
     ) -> tuple[Record, bool]:
-        """`read`: the heads as the raiser read them; `new`: what it sets."""
-        if read is None:
-            if self.heads is not None:
+        """`read`: the heads (and cursors) as the raiser read them; `new`: what it sets. One write:
+        all of it, or nothing when any value changed since the read."""
+        changed: dict[str, tuple[tuple[int, Any], ...] | None] = {}
+        for name, current, before, wanted in (
+            ("heads", self.heads, read, new),
+            ("cursors", self.cursors, cursors_read, cursors_new),
+        ):
+            if not wanted:
+                continue
+            if before is None:
+                if current is not None:
+                    return self, False
+                changed[name] = wanted
+                continue
+            if current is None:
                 return self, False
-            return replace(self, heads=new), True
-        if self.heads is None:
-            return self, False
-        heads, before = dict(self.heads), dict(read)
-        for shard, _ in new:
-            if heads.get(shard, _UNKNOWN) != before.get(shard, _UNKNOWN):
+            values, was = dict(current), dict(before)
+            if any(values.get(shard, _UNKNOWN) != was.get(shard, _UNKNOWN) for shard, _ in wanted):
                 return self, False
-        return replace(self, heads=tuple(sorted((heads | dict(new)).items()))), True
+            changed[name] = _frozen(values | dict(wanted))
+        return replace(self, **changed), True  # type: ignore[arg-type]
 
     def cas(self, expected: int, minute: datetime | None) -> tuple[Record, int | None]:
         if self.version != expected:
@@ -218,17 +249,30 @@ class ModelStore:
     def head(self) -> datetime | None:
         return min(self.entries.values(), default=None)
 
-    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
+    def shard_fronts(
+        self,
+        shards: Collection[int],
+        cursors: Mapping[int, str] | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> dict[int, ShardFront]:
+        """Heads only: this model's entries have no keys, so its reads justify no cursor."""
         return {
-            s: min((d for i, d in self.entries.items() if shard_of(i) == s), default=None) for s in shards
+            s: ShardFront(min((d for i, d in self.entries.items() if shard_of(i) == s), default=None), None)
+            for s in shards
         }
 
-    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
-        self.record, result = self.record.lower_head(shard, at)
+    def lower_shard(self, shard: int, at: datetime | None, key: str | None) -> RuleState | None:
+        self.record, result = self.record.lower(shard, at, key)
         return result
 
-    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool:
-        self.record, result = self.record.raise_heads(*_frozen_heads(read, heads))
+    def raise_shard_heads(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, str] | None = None,
+    ) -> bool:
+        self.record, result = self.record.raise_heads(*_frozen_heads(read, heads, cursors))
         return result
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
@@ -310,7 +354,9 @@ class NaiveRuleSync(RuleSync):
 
     uses_record = False
 
-    def on_task_due(self, due: datetime, shard: int, covered: RuleState | None = None) -> Outcome:
+    def on_task_due(
+        self, due: datetime, shard: int, covered: RuleState | None = None, *, key: str | None = None
+    ) -> Outcome:
         minute = self.timing.fire_minute(due)
         if not self.timing.armable(minute, self.clock.now()):
             self._wake("due too soon to arm")
@@ -423,25 +469,52 @@ class NoHeadRecheckRuleSync(RuleSync):
     """`rearm` raises shard heads without reading the raised shards again (defect: an entry written
     before its editor read the old, lower head is skipped by every pass until something lowers it)."""
 
-    def _reread(self, raised: dict[int, datetime | None]) -> dict[int, datetime | None]:
+    def _reread(self, shards: Collection[int], state: RuleState) -> dict[int, ShardFront]:
         return {}
+
+
+class RecheckFromNewCursorRuleSync(RuleSync):
+    """`rearm` reads the raised shards again from their new cursors, not from where the old ones
+    stood (defect: an entry written below the new cursor before its writer read the old one is
+    never read again)."""
+
+    def _reread(self, shards: Collection[int], state: RuleState) -> dict[int, ShardFront]:
+        return self.store.shard_fronts(shards, self.store.read_rule_state().cursors, now=self.clock.now())
 
 
 class RaisePastLeaseRuleSync(RuleSync):
     """`rearm` raises a shard's head past its leased entries to the first one not leased (defect:
     when the holder of a lease dies, the entry becomes claimable earlier than the recorded head)."""
 
+    past_lease = "head"
+
     def __init__(self, store: Any, *args: Any, **kwargs: Any) -> None:
-        super().__init__(_IgnoringLeases(store), *args, **kwargs)
+        super().__init__(_IgnoringLeases(store, self.past_lease), *args, **kwargs)
+
+
+class CursorPastLeaseRuleSync(RaisePastLeaseRuleSync):
+    """`rearm` raises a shard's cursor past its leased entries to the first one not leased (defect:
+    when the holder of a lease dies, its entry is below where every read of the shard starts)."""
+
+    past_lease = "cursor"
 
 
 class _IgnoringLeases:
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, past_lease: str) -> None:
         self._store = store
+        self._past_lease = past_lease
 
-    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
-        result: dict[int, datetime | None] = self._store.shard_heads_unleased(tuple(sorted(shards)))
-        return result
+    def shard_fronts(
+        self,
+        shards: Collection[int],
+        cursors: Mapping[int, Any] | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> dict[int, ShardFront]:
+        fronts: dict[int, ShardFront] = self._store.shard_fronts(
+            shards, cursors, now=now, past=self._past_lease
+        )
+        return fronts
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -451,8 +524,20 @@ class NoLowerRuleSync(RuleSync):
     """An editor never lowers its entry's shard head (defect: a pass reads only shards whose
     recorded head is due, so the new entry waits until something else makes its shard due)."""
 
-    def cover_shard(self, shard: int, due: datetime, read: RuleState | None = None) -> RuleState:
+    def cover_shard(
+        self, shard: int, due: datetime, read: RuleState | None = None, *, key: str | None = None
+    ) -> RuleState:
         return read or self.store.read_rule_state()
+
+
+class NoCursorLowerRuleSync(RuleSync):
+    """An editor lowers its entry's shard head but never its cursor (defect: an entry written below
+    the cursor is never read)."""
+
+    def cover_shard(
+        self, shard: int, due: datetime, read: RuleState | None = None, *, key: str | None = None
+    ) -> RuleState:
+        return super().cover_shard(shard, due, read)
 
 
 # ------------------------------------------------------------------------------ the model checker
@@ -559,18 +644,23 @@ class World:
     def head(self) -> datetime | None:
         return min((e.effective_at() for e in self.entries.values()), default=None)
 
-    def shard_head(self, shard: int, *, leases: bool = True) -> datetime | None:
-        """Earliest claimable time of the shard's entries (with `leases` False: the first entry not
-        leased, as a defective head read would find it)."""
-        now = self.time
-        return min(
-            (
-                e.effective_at() if leases else e.run_at
-                for e in self.entries.values()
-                if shard_of(e.task_id) == shard and (leases or not _leased(e, now))
-            ),
-            default=None,
-        )
+    def shard_front(self, shard: int, cursor: Any, now: datetime | None, past: str = "") -> ShardFront:
+        """The shard's front read from `cursor`, as the store reads it: the earliest claimable time
+        of its entries from there, and the cursor the read justifies (the first entry's key, or the
+        key of `now` if earlier). `past` ("head" or "cursor"): a defective read that skips the leased
+        entries for that value."""
+        at = self.time
+        mine: list[tuple[Any, EntryItem]] = [
+            (k, e)
+            for k, e in self.entries.items()
+            if shard_of(e.task_id) == shard and (cursor is None or k >= cursor)
+        ]
+        unleased = [(k, e) for k, e in mine if not _leased(e, at)]
+        heads = [e.run_at for _, e in unleased] if past == "head" else [e.effective_at() for _, e in mine]
+        first = min((k for k, _ in (unleased if past == "cursor" else mine)), default=None)
+        bound = (now,) if now is not None else None
+        cursor = min((c for c in (first, bound) if c), default=None)  # a model key stands for the sort key
+        return ShardFront(min(heads, default=None), cast(str | None, cursor))
 
     def stream(self, record: tuple[Any, ...]) -> None:
         """A change the table's stream delivers to the keeper (when there is one). Kept as a sorted
@@ -667,15 +757,28 @@ class StoreView:
     def head(self) -> datetime | None:
         return self._call("head")
 
-    def shard_heads(self, shards: Collection[int]) -> dict[int, datetime | None]:
-        """The shards are read in parallel; the model reads them in one step."""
-        return self._call("shard_heads", tuple(sorted(shards)))
+    def shard_fronts(
+        self,
+        shards: Collection[int],
+        cursors: Mapping[int, Any] | None = None,
+        *,
+        now: datetime | None = None,
+        past: str = "",
+    ) -> dict[int, ShardFront]:
+        """The shards are read in parallel; the model reads them in one step. `past`: a mutant's
+        front that skips leased entries for its "head" or its "cursor"."""
+        return self._call("shard_fronts", tuple(sorted(shards)), _frozen(cursors), now, past)
 
-    def lower_shard_head(self, shard: int, at: datetime) -> RuleState | None:
-        return self._call("lower_shard_head", shard, at)
+    def lower_shard(self, shard: int, at: datetime | None, key: Any) -> RuleState | None:
+        return self._call("lower_shard", shard, at, key)
 
-    def raise_shard_heads(self, read: RuleState, heads: Mapping[int, datetime | None]) -> bool:
-        return self._call("raise_shard_heads", *_frozen_heads(read, heads))
+    def raise_shard_heads(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, Any] | None = None,
+    ) -> bool:
+        return self._call("raise_shard_heads", *_frozen_heads(read, heads, cursors))
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         return self._call("try_mark_kicked", now, not_since)
@@ -777,7 +880,7 @@ class ModelWorker(Worker):
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
         due = self.runtime.rule_sync.due_shards(now + self.prepare, self.sharing.group)
         self._read = due.record
-        keys = queue.due_keys(now, tuple(sorted(due.shards)))
+        keys = queue.due_keys(now, tuple(sorted(due.shards)), _frozen(due.record.cursors))
         if len(keys) >= FAN_OUT_AT and self.sharing.fan_out():
             return PassResult.FULL  # as the real pass: the next one reads only this invocation's group
         for key in keys:
@@ -832,12 +935,13 @@ def create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     fresh = scenario.fresh_entry_keys
     key = (due, task_id, token) if fresh else (due, task_id)
     store.put_entry(key, task_id, due, token, fresh)
-    covered = rt.rule_sync.cover_shard(shard_of(task_id), due)  # before the task write, as the editor
+    # Before the task write, as the editor.
+    covered = rt.rule_sync.cover_shard(shard_of(task_id), due, key=cast(str, key))
     if not store.insert_task(task_id, due, key, token):
         store.delete_entry(key, token)
         existing = store.get_task(task_id)
         if existing is not None and existing.status == "pending":
-            rt.rule_sync.on_task_due(existing.due, shard_of(task_id))
+            rt.rule_sync.on_task_due(existing.due, shard_of(task_id), key=existing.key)
         return
     rt.rule_sync.on_task_due(due, shard_of(task_id), covered)
 
@@ -854,7 +958,7 @@ def reschedule_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> N
     token = spec.name
     key = (due, task_id, token)
     store.put_entry(key, task_id, due, token, True)
-    covered = rt.rule_sync.cover_shard(shard_of(task_id), due)
+    covered = rt.rule_sync.cover_shard(shard_of(task_id), due, key=cast(str, key))
     updated = replace(current, due=due, key=key, token=token, version=current.version + 1)
     if not store.replace_task(task_id, current.version, updated):
         store.delete_entry(key, token)
@@ -876,7 +980,7 @@ def cancel_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 
 def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     """The keeper's contract (nexttick/keeper.py), on the unhandled stream records: `confirm` after a
-    rule-record move; `cover_shard` for each shard's earliest newly scheduled due time; `on_task_due`
+    rule-record move; `cover_shard` for each shard's earliest newly scheduled entry; `on_task_due`
     for the earliest one too close to arm and the earliest armable one. Records are dropped only
     after it finished (a crash: delivered again)."""
     rt = _runtime(replay, scenario)
@@ -886,11 +990,11 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     if any(job[0] == "rule" for job in jobs):
         _, record = rt.rule_sync.confirm()
     dues = sorted((job[1], job[2]) for job in jobs if job[0] == "due")
-    earliest: dict[int, datetime] = {}
-    for due, shard in dues:
-        earliest.setdefault(shard, due)
-    for shard, due in sorted(earliest.items()):
-        record = rt.rule_sync.cover_shard(shard, due, record)
+    earliest: dict[int, tuple[datetime, Any]] = {}
+    for _, due, shard, key in sorted(job for job in jobs if job[0] == "due"):
+        earliest.setdefault(shard, (due, key))
+    for shard, (due, key) in sorted(earliest.items()):
+        record = rt.rule_sync.cover_shard(shard, due, record, key=key)
     now = rt.clock.now()
     close = [d for d in dues if not TIMING.armable(TIMING.fire_minute(d[0]), now)]
     armable = [d for d in dues if TIMING.armable(TIMING.fire_minute(d[0]), now)]
@@ -959,12 +1063,12 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         return result
     if name == "head":
         return world.head()
-    if name == "shard_heads":
-        return {shard: world.shard_head(shard) for shard in args[0]}
-    if name == "shard_heads_unleased":
-        return {shard: world.shard_head(shard, leases=False) for shard in args[0]}
-    if name == "lower_shard_head":
-        world.record, lowered = world.record.lower_head(*args)
+    if name == "shard_fronts":
+        shards, cursors, read_at, past = args
+        starts = dict(cursors or ())
+        return {shard: world.shard_front(shard, starts.get(shard), read_at, past) for shard in shards}
+    if name == "lower_shard":
+        world.record, lowered = world.record.lower(*args)
         return lowered
     if name == "raise_shard_heads":
         world.record, raised = world.record.raise_heads(*args)
@@ -1006,7 +1110,7 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
         if task_id in world.tasks:
             return False
         world.tasks[task_id] = TaskItem(due, key, token)
-        world.stream(("due", due, shard_of(task_id)))
+        world.stream(("due", due, shard_of(task_id), key))
         return True
     if name == "get_task":
         return world.tasks.get(args[0])
@@ -1017,7 +1121,7 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
             return False
         world.tasks[task_id] = item
         if item.status == "pending" and item.due != current.due:
-            world.stream(("due", item.due, shard_of(task_id)))
+            world.stream(("due", item.due, shard_of(task_id), item.key))
         return True
     if name == "delete_entry":
         key, token = args
@@ -1027,11 +1131,14 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
         del world.entries[key]
         return True
     if name == "due_keys":
-        until, shards = args
+        until, shards, cursors = args
+        starts = dict(cursors or ())
         due = [
             (e.run_at, repr(k), k)
             for k, e in world.entries.items()
-            if e.run_at <= until and shard_of(e.task_id) in shards
+            if e.run_at <= until
+            and shard_of(e.task_id) in shards
+            and (starts.get(shard_of(e.task_id)) is None or k >= starts[shard_of(e.task_id)])
         ]
         return tuple(k for _, _, k in sorted(due) if not _leased(world.entries[k], until))
     if name == "claim_entry":
@@ -1149,12 +1256,14 @@ class Checker:
             key, token = (at(due), task_id, f"{task_id}.0"), f"{task_id}.0"
             world.entries[key] = EntryItem(task_id, at(due), token, world.time)
             world.tasks[task_id] = TaskItem(at(due), key, token)
-        # The record holds every shard's head, as the last re-arm before the start left it.
-        heads = tuple((shard, world.shard_head(shard)) for shard in range(SHARDS))
-        world.record = Record(heads=heads)
+        # The record holds every shard's head and cursor, as the last re-arm before the start left it.
+        fronts = {shard: world.shard_front(shard, None, world.time) for shard in range(SHARDS)}
+        heads = tuple((shard, front.head) for shard, front in fronts.items())
+        cursors = tuple((shard, front.cursor) for shard, front in fronts.items())
+        world.record = Record(heads=heads, cursors=cursors)
         if sc.armed is not None:
             minute = at(sc.armed)
-            world.record = Record(armed=minute, version=1, published=1, heads=heads)
+            world.record = Record(armed=minute, version=1, published=1, heads=heads, cursors=cursors)
             world.rule = RuleCell(minute, fires=True)
             if sc.fired:
                 world.fired = frozenset({minute})
@@ -1436,7 +1545,8 @@ _RECORD_WRITES = {
     "try_mark_kicked",
 }
 _RECORD_WRITES_RETURNING = {"confirm_published", "release_waiter"}  # they return the whole record
-_ALL_HEADS = {f"heads:{shard}": "r" for shard in range(SHARDS)}
+# The record's shard heads and cursors, read by whatever returns the whole record.
+_ALL_HEADS = {f"{value}:{shard}": "r" for value in ("heads", "cursors") for shard in range(SHARDS)}
 
 
 def _queue(shards: Collection[int], mode: str) -> dict[str, str]:
@@ -1459,16 +1569,24 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         return {"record": "w"}
     if name in _RECORD_WRITES_RETURNING:
         return {"record": "w", **_ALL_HEADS}
-    if name == "lower_shard_head":  # returns the whole record as written
-        return {"record": "r", **_ALL_HEADS, f"heads:{args[0]}": "w"}
+    if name == "lower_shard":  # returns the whole record as written
+        shard, at, key = args
+        lowered = {f"heads:{shard}": "w"} if at is not None else {}
+        lowered |= {f"cursors:{shard}": "w"} if key is not None else {}
+        return {"record": "r", **_ALL_HEADS, **lowered}
     if name == "raise_shard_heads":
-        read, new = args
-        shards = range(SHARDS) if read is None else [shard for shard, _ in new]
-        return {f"heads:{shard}": "w" for shard in shards}
+        written: dict[str, str] = {}
+        for value, read, new in (("heads", args[0], args[1]), ("cursors", args[2], args[3])):
+            if new:
+                shards = range(SHARDS) if read is None else [shard for shard, _ in new]
+                written |= {f"{value}:{shard}": "w" for shard in shards}
+        return written
     if name == "head":
         return _queue(range(SHARDS), "r")
-    if name in ("due_keys", "shard_heads", "shard_heads_unleased"):
-        return _queue(args[-1], "r")
+    if name == "shard_fronts":
+        return _queue(args[0], "r")
+    if name == "due_keys":
+        return _queue(args[1], "r")
     if name == "put_entry":
         return _queue([shard_of(args[1])], "w")
     if name == "delete_entry":
