@@ -43,7 +43,7 @@ run: $(STAMP) ## start the local stack (moto + API + emulated EventBridge + work
 # fall due. The local stack's lateness figures are the bench's (`make bench`, on a quiet machine);
 # the tests here hold it to the second while the rest of the suite loads the machine.
 test: $(STAMP) browser ## the whole offline suite: unit, integration, infrastructure, e2e
-	$(VENV)/bin/pytest -n 3 --dist loadgroup tests
+	$(VENV)/bin/pytest -n 3 --dist loadgroup --durations=25 tests
 
 test-unit: $(STAMP)
 	$(VENV)/bin/pytest tests/unit
