@@ -15,7 +15,9 @@ and followed by a second read from where the old cursor stood."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import operator
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -127,10 +129,7 @@ class RuleStateStore(StoreBase):
             actions.append(cursor.set(key))
             conditions.append(cursor > key)
         assert actions, "nothing to lower"
-        condition = conditions[0]
-        for more in conditions[1:]:
-            condition = condition & more
-        return self._update_rule(actions, condition)
+        return self._update_rule(actions, _all(conditions))
 
     def raise_shard_heads(
         self,
@@ -144,30 +143,25 @@ class RuleStateStore(StoreBase):
         r = self.models.rule
         actions: list[Any] = []
         conditions: list[Condition] = []
-        for attribute, known, new in (
-            (r.heads, read.heads, {s: head_ms(h) for s, h in heads.items()}),
-            (r.cursors, read.cursors, dict(cursors or {})),
-        ):
+        # Each map: the record's attribute, its values as read, the new ones, and their stored form.
+        maps: list[tuple[Any, Mapping[int, Any] | None, Mapping[int, Any], Callable[[Any], Any]]] = [
+            (r.heads, read.heads, heads, head_ms),
+            (r.cursors, read.cursors, cursors or {}, str),
+        ]
+        for attribute, known, new, stored in maps:
             if not new:
                 continue
             if known is None:
-                actions.append(attribute.set({str(shard): value for shard, value in new.items()}))
+                actions.append(attribute.set({str(shard): stored(value) for shard, value in new.items()}))
                 conditions.append(attribute.does_not_exist())
                 continue
             for shard, value in new.items():
                 path = attribute[str(shard)]
-                actions.append(path.set(value))
-                if shard not in known:
-                    conditions.append(path.does_not_exist())
-                elif attribute is r.heads:
-                    conditions.append(path == head_ms(read.head_of(shard)))
-                else:
-                    conditions.append(path == read.cursor_of(shard))
+                actions.append(path.set(stored(value)))
+                was = path == stored(known[shard]) if shard in known else path.does_not_exist()
+                conditions.append(was)
         assert actions, "no shard to raise"
-        condition = conditions[0]
-        for more in conditions[1:]:
-            condition = condition & more
-        return self._update_rule(actions, condition) is not None
+        return self._update_rule(actions, _all(conditions)) is not None
 
     def _update_rule(self, actions: list[Any], condition: Condition) -> RuleState | None:
         """One conditional UpdateItem of the rule record; the record as written (its `ALL_NEW`
@@ -186,3 +180,8 @@ class RuleStateStore(StoreBase):
         r = self.models.rule
         condition = r.kicked_at.does_not_exist() | (r.kicked_at < to_epoch(not_since))
         return self._update_rule([r.kicked_at.set(to_epoch(now))], condition) is not None
+
+
+def _all(conditions: list[Condition]) -> Condition:
+    """The conjunction of one or more conditions (one conditional write checks them together)."""
+    return functools.reduce(operator.and_, conditions)

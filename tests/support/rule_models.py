@@ -989,9 +989,10 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     record: RuleState | None = None
     if any(job[0] == "rule" for job in jobs):
         _, record = rt.rule_sync.confirm()
-    dues = sorted((job[1], job[2]) for job in jobs if job[0] == "due")
+    scheduled = sorted(job for job in jobs if job[0] == "due")  # ("due", due, shard, key)
+    dues = [(due, shard) for _, due, shard, _ in scheduled]
     earliest: dict[int, tuple[datetime, Any]] = {}
-    for _, due, shard, key in sorted(job for job in jobs if job[0] == "due"):
+    for _, due, shard, key in scheduled:
         earliest.setdefault(shard, (due, key))
     for shard, (due, key) in sorted(earliest.items()):
         record = rt.rule_sync.cover_shard(shard, due, record, key=key)
