@@ -42,12 +42,13 @@ from bench.lifecycle import (
 from editor import Editor
 from infra import names
 from infra.config import InfraConfig
-from local.keeper import lambda_record, passes_filters
+from local.keeper import lambda_record
 from local.meter import DynamoMeter
 from nexttick.actions import build_registry
 from nexttick.config import Precision
 from nexttick.keeper import Keeper
 from nexttick.runtime import Runtime
+from nexttick.store.streams import reaches_keeper
 from nexttick.worker import Worker
 
 # moto serves the streams API only on the regional streams host (tests/integration/test_keeper.py).
@@ -121,7 +122,7 @@ class StreamFeed:
         page = self.client.get_records(ShardIterator=self.iterator)
         self.iterator = page["NextShardIterator"]
         records = [lambda_record(r, self.arn) for r in page["Records"]]
-        batch = [r for r in records if passes_filters(r)]
+        batch = [r for r in records if reaches_keeper(r)]
         for start in range(0, len(batch), names.KEEPER_BATCH_SIZE):
             before = Counter(ledger.meter.calls), ledger.putrules.calls
             self.keeper.handle(batch[start : start + names.KEEPER_BATCH_SIZE])

@@ -28,7 +28,7 @@ from bench.harness import bulk_load, emulated_aws
 from bench.localstack import LocalStackProcess, cpu_seconds, stack_environment
 from local import state
 from local.motoserver import EmulatedState
-from nexttick.constants import PARTITION_KEY, SORT_KEY, TASK_PK_PREFIX, TASK_SK
+from nexttick.store.streams import ItemKind, item_kind
 
 START_TIMEOUT = 300.0  # the first start may synthesize the CDK app's template
 STOP_TIMEOUT = 120.0
@@ -51,11 +51,7 @@ def prepare(root: Path, count: int) -> tuple[Path, int]:
         snapshot = state.snapshot(emulated, threading.Lock(), journal_seq=0)
         snapshot["rule"] = {"expression": None, "description": "", "state": "ENABLED"}
         shards = runtime.store.shards
-    tasks = sum(
-        1
-        for i in snapshot["items"]
-        if i[PARTITION_KEY]["S"].startswith(TASK_PK_PREFIX) and i[SORT_KEY]["S"] == TASK_SK
-    )
+    tasks = sum(1 for i in snapshot["items"] if item_kind(i) is ItemKind.TASK)
     assert tasks == count, (tasks, count)
     state.save(directory / state.STATE_FILE, snapshot)
     return directory, shards

@@ -27,6 +27,7 @@ from editor.specs import (
 from nexttick.errors import ConflictError, ValidationError, VersionMismatchError
 from nexttick.schedules import Recurrence, ScheduleKind
 from nexttick.store import TaskRecord, TaskStatus
+from nexttick.store.keys import new_home_id
 from nexttick.store.records import SCHEDULED, Occurrence, occurrence_of, recurrence_of
 
 _UPDATABLE = ("payload", "max_attempts", "retry_backoff_seconds", "misfire_grace_seconds", "end")
@@ -50,11 +51,14 @@ _CHANGEABLE = (
 
 def new_record(spec: TaskSpec, actions: Collection[str], now: datetime) -> TaskRecord:
     """The pending task `spec` asks for, with the hash a repeated create under its id is told by."""
-    task_id = spec.id if spec.id is not None else uuid.uuid4().hex
-    check_task_id(task_id)
+    if spec.id is not None:
+        check_task_id(spec.id)
     check_action(spec.action, actions)
     payload = check_payload(spec.payload)
     kind, recurrence, due = resolve_time({k: getattr(spec, k) for k in (*TIME_FIELDS, *CRON_FIELDS)}, now)
+    jitter = check_jitter(spec.jitter_seconds)
+    # A generated id names the task's home item, keyed by its first run (which jitter would move).
+    task_id = spec.id if spec.id is not None else new_home_id(due) if jitter is None else uuid.uuid4().hex
     end = check_end(spec.end, kind, due)
     policy = check_policy(spec.max_attempts, spec.retry_backoff_seconds, spec.misfire_grace_seconds)
     digest = hashlib.sha256(json.dumps(spec.canonical(), sort_keys=True, default=str).encode()).hexdigest()
@@ -73,7 +77,7 @@ def new_record(spec: TaskSpec, actions: Collection[str], now: datetime) -> TaskR
         every_seconds=recurrence.every_seconds,
         dst_skipped=recurrence.dst_skipped,
         dst_repeated=recurrence.dst_repeated,
-        jitter_seconds=check_jitter(spec.jitter_seconds),
+        jitter_seconds=jitter,
         end=end,
         request_hash=digest,
         **policy,

@@ -39,7 +39,7 @@ from nexttick.schedules import (
     validate_jitter,
 )
 from nexttick.store import TaskStatus
-from nexttick.store.keys import split_queue_sort_key
+from nexttick.store.keys import is_home_id, split_queue_sort_key
 from nexttick.timeutil import parse_duration, parse_instant
 
 _TASK_ID = re.compile(TASK_ID_PATTERN)
@@ -97,6 +97,11 @@ def resolve_time(fields: dict[str, Any], now: datetime) -> tuple[ScheduleKind, R
 def check_task_id(task_id: Any) -> None:
     if not isinstance(task_id, str) or not _TASK_ID.match(task_id):
         raise ValidationError(f"id: must match {TASK_ID_PATTERN[1:-1]}", field="id")
+    if is_home_id(task_id):
+        raise ValidationError(
+            "id: 12 base32hex digits and 16 hex digits is the form of generated ids; choose another",
+            field="id",
+        )
 
 
 def check_action(action: Any, actions: Collection[str]) -> None:

@@ -18,23 +18,37 @@ from infra.function import NextTickFunction, failure_queue
 from infra.scheduler import grant_scheduling
 from infra.task_table import TaskTable
 from nexttick import constants
+from nexttick.store.models import QueueItem, TaskItem
 
 
 def stream_filters() -> list[Mapping[str, Any]]:
     """Only task items and the rule record, inserted or modified, reach the keeper: queue-entry
     and run-record writes (most of the table's traffic) and removals are dropped by Lambda, free of
-    charge."""
+    charge. A home item (a queue entry carrying its task) passes only without a lease or with a
+    "run now" pointer, so a claim does not start the keeper (nexttick.store.streams.reaches_keeper
+    is the same rule, for the local stack)."""
     changed = lambda_.FilterRule.or_("INSERT", "MODIFY")
-    tasks = (lambda_.FilterRule.begins_with(constants.TASK_PK_PREFIX), [constants.TASK_SK])
-    rule = (lambda_.FilterRule.is_equal(constants.RULE_STATE_PK), [constants.RULE_STATE_SK])
+    keys = {constants.PARTITION_KEY: {"S": lambda_.FilterRule.begins_with(constants.TASK_PK_PREFIX)}}
+    tasks = {"Keys": {**keys, constants.SORT_KEY: {"S": [constants.TASK_SK]}}}
+    rule = {
+        "Keys": {
+            constants.PARTITION_KEY: {"S": [constants.RULE_STATE_PK]},
+            constants.SORT_KEY: {"S": [constants.RULE_STATE_SK]},
+        }
+    }
+    home_keys = {constants.PARTITION_KEY: {"S": lambda_.FilterRule.begins_with(constants.QUEUE_PK_PREFIX)}}
+    has_task = {TaskItem.action.attr_name: {"S": lambda_.FilterRule.exists()}}
+    unleased = {
+        "Keys": home_keys,
+        "NewImage": {**has_task, QueueItem.lease_owner.attr_name: {"S": lambda_.FilterRule.not_exists()}},
+    }
+    run_now = {
+        "Keys": home_keys,
+        "NewImage": {**has_task, TaskItem.extra_key.attr_name: {"S": lambda_.FilterRule.exists()}},
+    }
     return [
-        lambda_.FilterCriteria.filter(
-            {
-                "eventName": changed,
-                "dynamodb": {"Keys": {constants.PARTITION_KEY: {"S": pk}, constants.SORT_KEY: {"S": sk}}},
-            }
-        )
-        for pk, sk in (tasks, rule)
+        lambda_.FilterCriteria.filter({"eventName": changed, "dynamodb": pattern})
+        for pattern in (tasks, rule, unleased, run_now)
     ]
 
 

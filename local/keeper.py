@@ -26,20 +26,12 @@ from infra import names
 from local import resources
 from local.lambdas import LocalFunction
 from local.motoserver import EmulatorEndpoint
-from nexttick.store.streams import ItemKind, item_kind
+from nexttick.store.streams import reaches_keeper
 
 logger = logging.getLogger("local-stack")
 
 RESYNC_SECONDS = 10.0
 RETRY_DELAYS = tuple(min(2.0**i, 30.0) for i in range(names.KEEPER_RETRY_ATTEMPTS))
-_CHANGES = ("INSERT", "MODIFY")
-_KEPT_KINDS = (ItemKind.TASK, ItemKind.RULE)
-
-
-def passes_filters(record: dict[str, Any]) -> bool:
-    """The deployed trigger's filters: task items and the rule record, inserted or modified."""
-    change = record.get("dynamodb", {})
-    return record.get("eventName") in _CHANGES and item_kind(change.get("Keys", {})) in _KEPT_KINDS
 
 
 def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
@@ -140,7 +132,7 @@ class LocalKeeper:
             while not self._stop.is_set():
                 page = self.client.get_records(ShardIterator=self._iterators[shard], Limit=self.batch_size)
                 records = page["Records"]
-                kept = [lambda_record(r, self.stream_arn) for r in records if passes_filters(r)]
+                kept = [lambda_record(r, self.stream_arn) for r in records if reaches_keeper(r)]
                 if kept:
                     self._deliver(kept)
                 read += len(records)

@@ -48,10 +48,9 @@ from nexttick.constants import (
     RULE_STATE_PK,
     RULE_STATE_SK,
     SORT_KEY,
-    TASK_PK_PREFIX,
-    TASK_SK,
     TTL_ATTRIBUTE,
 )
+from nexttick.store.streams import ItemKind, item_kind
 
 logger = logging.getLogger("local-stack")
 
@@ -150,9 +149,7 @@ def restore(emulated: EmulatedState, state: dict[str, Any], now: float) -> int:
     emulated.put(items)
     if state["rule"].get("expression"):
         emulated.put_rule(state["rule"])
-    return sum(
-        1 for i in items if i[PARTITION_KEY]["S"].startswith(TASK_PK_PREFIX) and i[SORT_KEY]["S"] == TASK_SK
-    )
+    return sum(1 for i in items if item_kind(i) is ItemKind.TASK)
 
 
 def _key(item: dict[str, Any], key_names: tuple[str, str]) -> Key:

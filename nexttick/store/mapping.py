@@ -24,9 +24,10 @@ T = TypeVar("T")
 STORED_AS = {"id": "task_id"}
 
 
-def task_item(model: type[TaskItem], record: TaskRecord) -> TaskItem:
+def task_item(model: type[TaskItem], record: TaskRecord, key: tuple[str, str] | None = None) -> TaskItem:
+    """The task's item, at `key` (the store's `task_key` of its id; default `T#<id>`/`T`)."""
     attributes = {STORED_AS.get(f.name, f.name): _stored(getattr(record, f.name)) for f in fields(record)}
-    return model(keys.task_pk(record.id), TASK_SK, **attributes)
+    return model(*(key or (keys.task_pk(record.id), TASK_SK)), **attributes)
 
 
 def task_record(item: TaskItem) -> TaskRecord:

@@ -69,11 +69,17 @@ class Prebuilt:
                 placeholder: constant if slot is None else _wire_value(slot[1], values[slot[0]])
                 for placeholder, slot, constant in self.values
             }
-        try:
-            return self.table.connection.dispatch(self.operation, params)
-        except BOTOCORE_EXCEPTIONS as exc:
-            error, words = _FAILS[self.operation]
-            raise error(f"{words}: {exc}", exc) from exc
+        return dispatch(self.table, self.operation, params)
+
+
+def dispatch(table: TableConnection, operation: str, params: dict[str, Any]) -> Any:
+    """Send a write's rendered parameters through the table's connection, failing as PynamoDB's own
+    method for `operation` fails."""
+    try:
+        return table.connection.dispatch(operation, params)
+    except BOTOCORE_EXCEPTIONS as exc:
+        error, words = _FAILS[operation]
+        raise error(f"{words}: {exc}", exc) from exc
 
 
 def _marker(attribute: Attribute[Any], index: int) -> Any:

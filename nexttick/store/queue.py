@@ -76,9 +76,13 @@ class QueueStore(StoreBase):
     def discard_entry(self, ref: EntryRef) -> bool:
         """Delete an entry only if it is still the one with `ref.token` (never someone else's). Alone,
         for entries no task points at (a crash's leftovers); the write protocol uses it in order."""
+        pk = keys.queue_pk(ref.shard, parked=ref.parked)
         try:
-            self._delete_entry.send(keys.queue_pk(ref.shard, parked=ref.parked), ref.key, token=ref.token)
-        except DeleteError as exc:
+            if not ref.parked and keys.is_home_key(ref.key):
+                self._end_home_entry.send(pk, ref.key, token=ref.token)  # the item is its task's too
+            else:
+                self._delete_entry.send(pk, ref.key, token=ref.token)
+        except (DeleteError, UpdateError) as exc:
             if condition_failed(exc):
                 return False
             raise
@@ -163,6 +167,19 @@ class QueueStore(StoreBase):
             self.table, DELETE_ITEM, {"token": q.token}, lambda token: {"condition": q.token == token}
         )
 
+    @functools.cached_property
+    def _end_home_entry(self) -> Prebuilt:
+        """A home item's entry ended (its entry attributes removed, the task left), only while it
+        holds `token`."""
+        q = self.models.queue
+        ended: list[Attribute[Any]] = [getattr(q, name) for name in wire.HOME_ENTRY_FIELDS]
+        return Prebuilt(
+            self.table,
+            UPDATE_ITEM,
+            {"token": q.token},
+            lambda token: {"actions": [a.remove() for a in ended], "condition": q.token == token},
+        )
+
     def extend_lease(self, entry: QueueEntry, owner: str, until: datetime) -> bool:
         """Move our own lease's end to `until` (a heartbeat while the occurrence runs). False when
         the entry is no longer ours: completed, cancelled, or claimed by another after a lapse."""
@@ -226,7 +243,8 @@ class QueueStore(StoreBase):
             consistent_read=True,
             page_size=page_size,
         ):
-            yield queue_entry(item, shard, parked=parked)
+            if item.token is not None:  # else a home item whose task moved on: no entry any more
+                yield queue_entry(item, shard, parked=parked)
 
     def merged_entries(
         self,

@@ -212,6 +212,8 @@ class QueueEntry:
     created_at: datetime | None = None
     last_error: str | None = None  # the error that ended an abandoned claim
     parked: bool = False  # a paused task's entry (never claimed)
+    # The task, as a claim's answer gives it for a home item (the entry that carries its task).
+    task: TaskRecord | None = None
 
     @property
     def ref(self) -> EntryRef:

@@ -1,9 +1,11 @@
 """A task's run history: its newest run on the task item (`last_run`), the ones before in a ring
-of `run_history` slots under the task's own partition, so the whole history is one Query and never
-grows past the ring."""
+of `run_history` slots under the task's own partition `T#<id>`, so the whole history is one Query
+(and for a task in its home item, one GetItem of that) and never grows past the ring."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from datetime import datetime
 
 from pynamodb.pagination import ResultIterator
@@ -29,14 +31,23 @@ class RunStore(StoreBase):
     def read_runs(self, task_id: str, *, slots: int) -> list[RunRecord] | None:
         """The task's kept runs, newest first, or None when there is no such task: one strongly
         consistent Query of its partition reads the ring and the task item, which holds the newest
-        run. A ring that had more slots before keeps its extra records until they expire: only the
-        newest `slots` are returned."""
-        runs: dict[int, RunRecord] = {}
-        found = False
-        items: ResultIterator[wire.Wire] = ResultIterator(
+        run (a task in its home item: one GetItem of that, and the Query only once it has run more
+        than once). A ring that had more slots before keeps its extra records until they expire:
+        only the newest `slots` are returned."""
+        ring: Iterable[wire.Wire] = ResultIterator(
             self.table.query, (keys.task_pk(task_id),), {"consistent_read": True}
         )
-        for item in items:
+        home = keys.task_key(task_id, self.shards)
+        if home[0] != keys.task_pk(task_id):
+            item = self.table.get_item(*home, consistent_read=True).get("Item")
+            if item is None:
+                return None
+            task = wire.TASKS.decode(item)
+            ring = ring if task.run_seq > 1 else []
+            ring = itertools.chain(ring, [{**item, SORT_KEY: {"S": TASK_SK}}])
+        runs: dict[int, RunRecord] = {}
+        found = False
+        for item in ring:
             sort_key = item[SORT_KEY]["S"]
             if sort_key == TASK_SK:
                 found = True

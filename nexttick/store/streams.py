@@ -10,8 +10,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from nexttick.constants import PARTITION_KEY, RULE_STATE_PK, RULE_STATE_SK, SORT_KEY, TASK_PK_PREFIX, TASK_SK
-from nexttick.store.models import RuleStateItem, TaskItem
+from nexttick.constants import (
+    PARTITION_KEY,
+    QUEUE_PK_PREFIX,
+    RULE_STATE_PK,
+    RULE_STATE_SK,
+    SORT_KEY,
+    TASK_PK_PREFIX,
+    TASK_SK,
+)
+from nexttick.store.keys import is_home_key
+from nexttick.store.models import QueueItem, RuleStateItem, TaskItem
 from nexttick.timeutil import from_epoch
 
 
@@ -41,13 +50,32 @@ class RuleImage:
 
 
 def item_kind(keys: Mapping[str, Any]) -> ItemKind:
-    """The kind of item a stream record's `Keys` (DynamoDB JSON) name."""
+    """The kind of item a stream record's `Keys` (DynamoDB JSON) name (a home item is a task's)."""
     pk, sk = (keys.get(name, {}).get("S") for name in (PARTITION_KEY, SORT_KEY))
     if isinstance(pk, str) and pk.startswith(TASK_PK_PREFIX) and sk == TASK_SK:
+        return ItemKind.TASK
+    if isinstance(pk, str) and pk.startswith(QUEUE_PK_PREFIX) and isinstance(sk, str) and is_home_key(sk):
         return ItemKind.TASK
     if (pk, sk) == (RULE_STATE_PK, RULE_STATE_SK):
         return ItemKind.RULE
     return ItemKind.OTHER
+
+
+def reaches_keeper(record: Mapping[str, Any]) -> bool:
+    """What the deployed trigger's filters pass (infra/keeper.py, `stream_filters`): inserts and
+    modifications of task items and of the rule record — of a home item, only those that leave it
+    without a lease or with a "run now" pointer: a claim or a lease change of its entry reschedules
+    nothing, and would otherwise start the keeper for every run."""
+    change = record.get("dynamodb", {})
+    keys = change.get("Keys", {})
+    if record.get("eventName") not in ("INSERT", "MODIFY") or item_kind(keys) is ItemKind.OTHER:
+        return False
+    if not keys.get(PARTITION_KEY, {}).get("S", "").startswith(QUEUE_PK_PREFIX):
+        return True
+    new = change.get("NewImage", {})
+    return TaskItem.action.attr_name in new and (
+        QueueItem.lease_owner.attr_name not in new or TaskItem.extra_key.attr_name in new
+    )
 
 
 def task_image(image: Mapping[str, Any]) -> TaskImage:

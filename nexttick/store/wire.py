@@ -133,9 +133,32 @@ def _queue_value(item: Wire, name: str) -> Any:
     return attribute.deserialize(attribute.get_value(stored))
 
 
+# A home item's entry attributes: what it holds besides its task while it is a live entry, removed
+# when the task moves on (its creation time is the task's own `created_at`, the same attribute).
+HOME_ENTRY_FIELDS = ("token", "scheduled_for", "attempt", "lease_until", "lease_owner", "last_error")
+HOME_ENTRY_ATTRIBUTES = tuple(_QUEUE[name].attr_name for name in HOME_ENTRY_FIELDS)
+_TASK_ONLY = TaskItem.action.attr_name  # an attribute of a task that no plain entry has
+
+
+def entry_attributes(entry: QueueEntry) -> Wire:
+    """A new entry's attributes without its key (as nexttick.store.mapping.queue_item writes them)."""
+    values = {
+        "task_id": entry.task_id,
+        "token": entry.token,
+        "scheduled_for": entry.scheduled_for,
+        "attempt": entry.attempt,
+        "created_at": entry.created_at,
+    }
+    return {
+        _QUEUE[name].attr_name: {_QUEUE[name].attr_type: _QUEUE[name].serialize(value)}
+        for name, value in values.items()
+        if value is not None
+    }
+
+
 def queue_entry_of(item: Wire, shard: int, *, parked: bool = False) -> QueueEntry:
     """The entry an item in the wire format holds (as nexttick.store.mapping.queue_entry reads a
-    model instance)."""
+    model instance), with its task when it is a home item."""
     key = _queue_value(item, "sk")
     run_at, task_id = keys.split_queue_sort_key(key)
     lease_until = _queue_value(item, "lease_until")
@@ -152,4 +175,5 @@ def queue_entry_of(item: Wire, shard: int, *, parked: bool = False) -> QueueEntr
         created_at=_queue_value(item, "created_at"),
         last_error=_queue_value(item, "last_error"),
         parked=parked,
+        task=TASKS.decode(item) if _TASK_ONLY in item else None,
     )

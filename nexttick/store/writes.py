@@ -5,6 +5,12 @@ no other entry has, and only if that key is free), then the task (conditionally)
 entry left behind (by token).
 No write can replace a live entry, and a crash between writes leaves at most an entry no task
 points at. Task reads are strongly consistent.
+
+A task with a generated id lives in its home item (nexttick.store.keys): the queue entry of its first
+occurrence, carrying the task. Creating it is one conditional write of task and entry together;
+while the task points at it, its task writes leave the entry's attributes (its lease) alone, and the
+task write that points it elsewhere or ends it removes them in the same request — the home item's
+entry is never deleted apart from its task, and stays the task's item after.
 """
 
 from __future__ import annotations
@@ -16,15 +22,14 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from pynamodb.constants import PUT_ITEM
-from pynamodb.exceptions import PutError
+from pynamodb.constants import PUT_ITEM, UPDATE_ITEM
+from pynamodb.exceptions import PutError, UpdateError
 
-from nexttick.constants import TASK_SK
 from nexttick.store import keys, wire
 from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
 from nexttick.store.models import QueueItem, TaskItem
-from nexttick.store.prebuilt import Prebuilt
+from nexttick.store.prebuilt import Prebuilt, dispatch
 from nexttick.store.queue import QueueStore
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus, occurrence_of
 from nexttick.store.rule import RuleStateStore
@@ -56,14 +61,18 @@ class TaskExistsError(Exception):
 class TaskWrites(QueueStore, RuleStateStore):
     """The tasks of TaskStore, and the write protocol that moves them between queue entries."""
 
+    def task_key(self, task_id: str) -> tuple[str, str]:
+        """(partition, sort key) of the item holding the task: its home item, or `T#<id>`."""
+        return keys.task_key(task_id, self.shards)
+
     def get_task(self, task_id: str) -> TaskRecord | None:
-        item = self.table.get_item(keys.task_pk(task_id), TASK_SK, consistent_read=True).get("Item")
+        item = self.table.get_item(*self.task_key(task_id), consistent_read=True).get("Item")
         return wire.TASKS.decode(item) if item else None
 
     def get_tasks(self, task_ids: Iterable[str]) -> dict[str, TaskRecord]:
         """The existing tasks among `task_ids`, by id: strongly consistent BatchGetItem calls (100
         keys each; pynamodb retries unprocessed keys), not one GetItem per task."""
-        wanted = [(keys.task_pk(task_id), TASK_SK) for task_id in dict.fromkeys(task_ids)]
+        wanted = [self.task_key(task_id) for task_id in dict.fromkeys(task_ids)]
         found = (task_record(item) for item in self.models.task.batch_get(wanted, consistent_read=True))
         return {record.id: record for record in found}
 
@@ -73,8 +82,12 @@ class TaskWrites(QueueStore, RuleStateStore):
 
         Entry first, then the task (only if the id is free): the task is never visible without its
         entry. Raises TaskExistsError when the id is taken, after deleting the entry it wrote; any
-        other failure leaves the entry alone (the task write may have committed)."""
+        other failure leaves the entry alone (the task write may have committed).
+        A generated id's task and entry are its home item, one write (`after_entry` follows it)."""
         assert record.due is not None, "a pending task needs a due time"
+        if keys.is_home_id(record.id):
+            self._create_home(record, after_entry)
+            return
         entry = self._put_new_entry(record.id, occurrence_of(record, record.due), record.created_at)
         after_entry(entry)
         record.queue_key, record.queue_token = entry.key, entry.token
@@ -88,6 +101,40 @@ class TaskWrites(QueueStore, RuleStateStore):
                 return
             self.discard_entry(entry.ref)
             raise TaskExistsError(record.id) from exc
+
+    def _create_home(self, record: TaskRecord, after_entry: EntryHook) -> None:
+        """One conditional put of the home item: the task, pointing at itself, and its first entry."""
+        assert record.due is not None and not record.queue_parked
+        pk, sk = self.task_key(record.id)
+        run_at = keys.split_queue_sort_key(sk)[0]
+        assert occurrence_of(record, record.due) == Occurrence(run_at, record.due), (
+            "a home id names its first run"
+        )
+        entry = QueueEntry(
+            shard=keys.shard_of(record.id, self.shards),
+            run_at=run_at,
+            task_id=record.id,
+            token=keys.home_token(record.id),
+            scheduled_for=record.due,
+            key=sk,
+            created_at=record.created_at,
+        )
+        record.queue_key, record.queue_token = entry.key, entry.token
+        item = {**wire.TASKS.encode(record), **wire.entry_attributes(entry)}
+        try:
+            self._put_new.send(pk, sk, item)
+        except PutError as exc:
+            if not condition_failed(exc):
+                raise
+            stored = self.table.get_item(pk, sk, consistent_read=True).get("Item")
+            if stored is None or _canonical(stored) != _canonical({**item, **_key_of(pk, sk)}):
+                raise TaskExistsError(record.id) from exc
+        after_entry(entry)
+
+    @functools.cached_property
+    def _put_new(self) -> Prebuilt:
+        """A PutItem only where no item is."""
+        return Prebuilt(self.table, PUT_ITEM, {}, lambda: {"condition": self.models.task.pk.does_not_exist()})
 
     def swap_occurrence(
         self,
@@ -127,7 +174,7 @@ class TaskWrites(QueueStore, RuleStateStore):
                 self.discard_entry(new.ref)
             return False
         step("task-replaced")
-        if leaving is not None:
+        if leaving is not None and not _home(leaving):  # a home entry ended with the task write
             self.discard_entry(leaving)
             step("entry-deleted")
         return True
@@ -137,7 +184,7 @@ class TaskWrites(QueueStore, RuleStateStore):
         interrupted one left (its entry delete)."""
         assert record.status != TaskStatus.PENDING, "a pending task's entry is live"
         ref = self.entry_of(record)
-        if ref is not None:
+        if ref is not None and not _home(ref):
             self.discard_entry(ref)
 
     def replace_task(self, record: TaskRecord, expected_version: int) -> bool:
@@ -145,15 +192,45 @@ class TaskWrites(QueueStore, RuleStateStore):
 
         Every field is written each time, so no half-applied update can exist. The queue pointer is
         written as given: use `swap_occurrence` to move the task to another entry."""
+        key = self.task_key(record.id)
         try:
-            self._put_task.send(
-                keys.task_pk(record.id), TASK_SK, wire.TASKS.encode(record), version=expected_version
-            )
-        except PutError as exc:
+            if keys.is_home_id(record.id):
+                self._update_home(key, record, expected_version)
+            else:
+                self._put_task.send(*key, wire.TASKS.encode(record), version=expected_version)
+        except (PutError, UpdateError) as exc:
             if not condition_failed(exc):
                 raise
-            return self._stored_as_written(task_item(self.models.task, record))
+            return self._stored_as_written(task_item(self.models.task, record, key))
         return True
+
+    def _update_home(self, key: tuple[str, str], record: TaskRecord, expected_version: int) -> None:
+        """Write the task's attributes into its home item (compare-and-set), and unless the task is
+        pending there still, end the item's entry: its attributes go in the same request."""
+        values = wire.TASKS.encode(record)
+        removed = [name for name in _TASK_ATTRIBUTES if name not in values]
+        at_home = (
+            record.status == TaskStatus.PENDING and not record.queue_parked and record.queue_key == key[1]
+        )
+        if not at_home:
+            removed += wire.HOME_ENTRY_ATTRIBUTES
+        names = {f"#a{i}": name for i, name in enumerate(dict.fromkeys([*values, *removed, _VERSION]))}
+        placeholder = {name: ph for ph, name in names.items()}
+        update = "SET " + ", ".join(f"{placeholder[name]} = :v{i}" for i, name in enumerate(values))
+        if removed:
+            update += " REMOVE " + ", ".join(placeholder[name] for name in removed)
+        params = {
+            "TableName": self.table.table_name,
+            "Key": _key_of(*key),
+            "UpdateExpression": update,
+            "ConditionExpression": f"{placeholder[_VERSION]} = :expected",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {
+                **{f":v{i}": value for i, value in enumerate(values.values())},
+                ":expected": {"N": str(expected_version)},
+            },
+        }
+        dispatch(self.table, UPDATE_ITEM, params)
 
     @functools.cached_property
     def _put_task(self) -> Prebuilt:
@@ -169,7 +246,7 @@ class TaskWrites(QueueStore, RuleStateStore):
         resend fails its condition on the first attempt's own write: that write is ours, and
         treating it as lost would delete the entry the committed task points at."""
         try:
-            stored = self.models.task.get(item.pk, TASK_SK, consistent_read=True)
+            stored = self.models.task.get(item.pk, item.sk, consistent_read=True)
         except self.models.task.DoesNotExist:
             return False
         return bool(_canonical(stored.serialize()) == _canonical(item.serialize()))
@@ -198,9 +275,22 @@ class TaskWrites(QueueStore, RuleStateStore):
         (a benchmark loads them into its emulator directly). Sets each record's queue pointer."""
         for record in records:
             assert record.due is not None, "a pending task needs a due time"
+            assert not keys.is_home_id(record.id), "a backlog is loaded under client-style ids"
             entry = self._new_entry(record.id, occurrence_of(record, record.due), created_at)
             record.queue_key, record.queue_token = entry.key, entry.token
             yield queue_item(self.models.queue, entry), task_item(self.models.task, record)
+
+
+_TASK_ATTRIBUTES = tuple(slot.attribute.attr_name for slot in wire.TASKS.slots)
+_VERSION = TaskItem.version.attr_name
+
+
+def _home(ref: EntryRef) -> bool:
+    return not ref.parked and keys.is_home_key(ref.key)
+
+
+def _key_of(pk: str, sk: str) -> wire.Wire:
+    return {TaskItem.pk.attr_name: {"S": pk}, TaskItem.sk.attr_name: {"S": sk}}
 
 
 def _canonical(value: Any) -> Any:

@@ -165,9 +165,10 @@ class OccurrenceRunner:
             logger.warning("could not record why the occurrence was abandoned", exc_info=True)
 
     def _process_claimed(self, claimed: QueueEntry, now: datetime) -> Done:
-        # Read after the claim, right before running: a cancel or change that committed before this
-        # read is honoured (the API answers 202 for a cancel that may have come later).
-        task = self.store.get_task(claimed.task_id)
+        # As of the claim (a home item's claim answers with its task; any other entry's task is read
+        # right after it): a cancel or change that committed before is honoured (the API answers
+        # 202 for a cancel that may have come later).
+        task = claimed.task or self.store.get_task(claimed.task_id)
         self.hook("task-read", claimed)
         if task is None or not live(task, claimed):
             return Done(self._stale(claimed, task, now))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -16,6 +17,8 @@ from infra import names
 from infra.bundling import build_lambda_asset
 from infra.synth import PROJECT_ROOT
 from nexttick import constants
+from nexttick.store import keys
+from nexttick.store.streams import reaches_keeper
 from tests.infrastructure.conftest import CONFIG, Synthesized, flatten, only, resources_of
 
 KEEPER = "nexttick-keeper"
@@ -99,9 +102,81 @@ def test_stream_trigger_passes_only_task_and_rule_record_inserts_and_modificatio
             "eventName": ["INSERT", "MODIFY"],
             "dynamodb": {"Keys": {"pk": {"S": ["RULE"]}, "sk": {"S": ["STATE"]}}},
         },
+        {  # a home item (a queue entry carrying its task) without a lease: created, moved on, ended
+            "eventName": ["INSERT", "MODIFY"],
+            "dynamodb": {
+                "Keys": {"pk": {"S": [{"prefix": "Q#"}]}},
+                "NewImage": {"action": {"S": [{"exists": True}]}, "lease_owner": {"S": [{"exists": False}]}},
+            },
+        },
+        {  # ... or with a "run now" occurrence
+            "eventName": ["INSERT", "MODIFY"],
+            "dynamodb": {
+                "Keys": {"pk": {"S": [{"prefix": "Q#"}]}},
+                "NewImage": {"action": {"S": [{"exists": True}]}, "extra_key": {"S": [{"exists": True}]}},
+            },
+        },
     ]
     assert (constants.TASK_PK_PREFIX, constants.TASK_SK) == ("T#", "T")
     assert (constants.RULE_STATE_PK, constants.RULE_STATE_SK) == ("RULE", "STATE")
+
+
+def _matches(pattern: Any, value: Any) -> bool:
+    """An event-filter pattern against a record, as Lambda reads the parts used here: nested
+    objects, lists of alternatives (plain values, `prefix`, `exists` on a leaf)."""
+    if isinstance(pattern, dict):
+        return all(
+            _matches(inner, value.get(name) if isinstance(value, dict) else None)
+            for name, inner in pattern.items()
+        )
+    for alternative in pattern:
+        if isinstance(alternative, dict) and "exists" in alternative:
+            if alternative["exists"] == (value is not None):
+                return True
+        elif isinstance(alternative, dict) and "prefix" in alternative:
+            if isinstance(value, str) and value.startswith(alternative["prefix"]):
+                return True
+        elif value == alternative:
+            return True
+    return False
+
+
+def test_the_local_stacks_keeper_sees_what_the_deployed_filters_pass(deploy: Synthesized) -> None:
+    # Given the deployed trigger's patterns and the local stack's rule (reaches_keeper)
+    (_, mapping) = only(deploy.template, "AWS::Lambda::EventSourceMapping")
+    patterns = [json.loads(f["Pattern"]) for f in mapping["Properties"]["FilterCriteria"]["Filters"]]
+    home_sk = keys.home_sort_key(keys.new_home_id(datetime(2030, 1, 1, tzinfo=UTC)))
+    home = {"pk": {"S": "Q#003"}, "sk": {"S": home_sk}}
+    task_attrs = {"action": {"S": "log"}, "status": {"S": "pending"}}
+    lease = {"lease_owner": {"S": "w1"}, "lease_until": {"N": "1"}}
+    t = {"S": "t"}
+    cases = [
+        ("INSERT", {"pk": {"S": "T#a"}, "sk": {"S": "T"}}, task_attrs),
+        ("MODIFY", {"pk": {"S": "T#a"}, "sk": {"S": "R#0001"}}, {"seq": {"N": "1"}}),
+        ("REMOVE", {"pk": {"S": "T#a"}, "sk": {"S": "T"}}, None),
+        ("MODIFY", {"pk": {"S": "RULE"}, "sk": {"S": "STATE"}}, {"version": {"N": "2"}}),
+        ("INSERT", home, {**task_attrs, "token": t}),
+        ("MODIFY", home, {**task_attrs, **lease}),  # a claim
+        ("MODIFY", home, {**task_attrs, **lease, "extra_key": {"S": "k"}}),  # "run now" while leased
+        ("MODIFY", home, task_attrs),  # moved on
+        (
+            "INSERT",
+            {"pk": {"S": "Q#003"}, "sk": {"S": "2030-01-01T00:00:00.000000Z#a#t"}},
+            {"token": {"S": "t"}},
+        ),
+        ("REMOVE", home, None),
+    ]
+    seen = []
+    for event, item_keys, new_image in cases:
+        change: dict[str, Any] = {"Keys": item_keys}
+        if new_image is not None:
+            change["NewImage"] = {**item_keys, **new_image}
+        record = {"eventName": event, "dynamodb": change}
+        deployed = any(_matches(p, record) for p in patterns)
+        # Then both pass the same records
+        assert deployed == reaches_keeper(record), (event, item_keys, new_image)
+        seen.append(deployed)
+    assert seen == [True, False, False, True, True, False, True, True, False, False]
 
 
 def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:

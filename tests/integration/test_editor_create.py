@@ -80,8 +80,9 @@ def test_the_raw_item_carries_utc_timestamps(
     editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
 ) -> None:
     task = editor.schedule_at("log", "2030-01-08T10:00:00+09:00")
+    pk, sk = runtime.store.task_key(task.id)  # its home item: a generated id
     raw = boto3.client("dynamodb", region_name="us-east-1").get_item(
-        TableName=runtime.settings.table_name, Key={"pk": {"S": f"T#{task.id}"}, "sk": {"S": "T"}}
+        TableName=runtime.settings.table_name, Key={"pk": {"S": pk}, "sk": {"S": sk}}
     )["Item"]
     assert raw["due"]["S"] == "2030-01-08T01:00:00.000000+0000"
     assert raw["created_at"]["S"] == "2030-01-07T09:00:30.000000+0000"

@@ -96,9 +96,16 @@ def test_a_retried_occurrence_keeps_one_record_per_attempt_newest_first(env: Wor
     assert newest.idempotency_key == oldest.idempotency_key
 
 
-def test_the_history_is_a_ring_read_with_one_query_and_paged(env: WorkerEnv, calls: Counter[str]) -> None:
+@pytest.mark.parametrize(
+    ("task_id", "requests"),
+    [("given-id", {"Query": 1}), (None, {"GetItem": 1, "Query": 1})],
+    ids=["client-id", "home-item"],
+)
+def test_the_history_is_a_ring_read_with_one_query_and_paged(
+    env: WorkerEnv, calls: Counter[str], task_id: str | None, requests: dict[str, int]
+) -> None:
     # Given a recurring task that has run five times, with a ring of three runs
-    task = env.editor.schedule_every("record", "10s")
+    task = env.editor.schedule_every("record", "10s", id=task_id)
     at = task.due
     for _ in range(5):
         env.travel_to(at)
@@ -107,8 +114,9 @@ def test_the_history_is_a_ring_read_with_one_query_and_paged(env: WorkerEnv, cal
     # When its history is read two runs at a time
     calls.clear()
     first = env.editor.runs(task.id, limit=2)
-    # Then one Query read it, and the newest three runs are kept
-    assert dict(calls) == {"Query": 1}
+    # Then one Query read it (and the task's home item, when it has one), and the newest three runs
+    # are kept
+    assert dict(calls) == requests
     assert [run.number for run in first.items] == [5, 4]
     assert first.next_cursor is not None
     second = env.editor.runs(task.id, limit=2, cursor=first.next_cursor)
@@ -148,11 +156,13 @@ def test_reading_history_of_unknown_or_unrun_tasks_and_bad_pages(env: WorkerEnv)
 def test_a_worker_dying_after_each_completion_write_loses_no_run(
     env: WorkerEnv, schedule: str, dies_after: str
 ) -> None:
-    # Given a task whose first worker dies right after one of its completion's writes
+    # Given a task whose first worker dies right after one of its completion's writes (a home item's
+    # entry ends in the task write: only a client id's task has an entry delete after it)
+    task_id = "given-id" if dies_after == "entry-deleted" else None
     if schedule == "once":
-        task = env.editor.schedule_in("record", 120)
+        task = env.editor.schedule_in("record", 120, id=task_id)
     else:
-        task = env.editor.schedule_every("record", "10m")
+        task = env.editor.schedule_every("record", "10m", id=task_id)
     due = task.due
 
     env.travel_to(due)

@@ -117,8 +117,9 @@ def test_reads_are_independent_of_a_10000_task_backlog_and_nothing_scans(
     assert not [op for op in log.calls if op[1] == "Scan"]
 
 
-def test_a_create_behind_the_armed_minute_writes_only_its_own_two_items(
-    runtime: RecordedRuntime, editor: Editor, frozen_now: time_machine.Traveller
+@pytest.mark.parametrize("task_id", [None, "given-id"], ids=["home-item", "client-id"])
+def test_a_create_behind_the_armed_minute_writes_only_its_own_items(
+    runtime: RecordedRuntime, editor: Editor, frozen_now: time_machine.Traveller, task_id: str | None
 ) -> None:
     # Given the rule is already armed for a task due in an hour
     editor.schedule_in("log", 3600)
@@ -126,13 +127,18 @@ def test_a_create_behind_the_armed_minute_writes_only_its_own_two_items(
     assert armed.armed_minute is not None
     log = OperationLog.attach(runtime)
     # When a far-future task is created
-    task = editor.schedule_in("log", 30 * 86400, {"far": True})
-    # Then exactly: PutItem queue entry, PutItem task, GetItem rule record - nothing else
-    assert log.count() == {"dynamodb.PutItem": 2, "dynamodb.GetItem": 1}
-    put_keys = sorted(p["Item"]["pk"]["S"] for p in log.ops("dynamodb", "PutItem"))
-    assert put_keys[1] == f"T#{task.id}"
-    assert put_keys[0].startswith("Q#")
-    [get] = log.ops("dynamodb", "GetItem")
+    task = editor.schedule_in("log", 30 * 86400, {"far": True}, id=task_id)
+    # Then exactly: its home item (a generated id), or its queue entry and task item (a client's id),
+    # and a GetItem of the rule record (a client's id is looked up first) - nothing else
+    puts = 1 if task_id is None else 2
+    assert log.count() == {"dynamodb.PutItem": puts, "dynamodb.GetItem": puts}
+    put_keys = sorted((p["Item"]["pk"]["S"], p["Item"]["sk"]["S"]) for p in log.ops("dynamodb", "PutItem"))
+    if task_id is None:
+        assert put_keys == [runtime.store.task_key(task.id)]
+    else:
+        assert put_keys[1] == (f"T#{task.id}", "T")
+        assert put_keys[0][0].startswith("Q#")
+    get = log.ops("dynamodb", "GetItem")[-1]
     assert get["Key"] == {"pk": {"S": "RULE"}, "sk": {"S": "STATE"}}
     assert get["ConsistentRead"] is True
     # no UpdateItem (the rule record is untouched), no PutRule, no worker invoke
@@ -148,10 +154,11 @@ def test_creates_spread_over_shards_and_share_no_written_key(
     # When 400 later tasks are created
     for i in range(400):
         editor.schedule_in("log", 7200 + i)
-    # Then every written item key is distinct (no counter, no single queue item written per create)
+    # Then every written item key is distinct (no counter, no single queue item written per create):
+    # one home item each
     written = [(p["Item"]["pk"]["S"], p["Item"]["sk"]["S"]) for p in log.ops("dynamodb", "PutItem")]
-    assert len(written) == 800
-    assert len(set(written)) == 800
+    assert len(written) == 400
+    assert len(set(written)) == 400
     assert not log.ops("dynamodb", "UpdateItem")
     assert not log.ops("events", "PutRule")
     # And the queue partitions are used evenly (crc32 of random ids): no hot partition key

@@ -165,12 +165,17 @@ def test_a_cron_rescheduled_to_the_same_cron_during_its_own_run_keeps_a_live_ent
     assert_live_and_runs(env, task.id)
 
 
+@pytest.mark.parametrize(
+    ("task_id", "task_write"),
+    [(None, "UpdateItem Q"), ("given-id", "PutItem T")],
+    ids=["home-item", "client-id"],
+)
 def test_a_same_due_reschedule_racing_an_update_keeps_a_live_entry(
-    env: WorkerEnv, scheduling_points: None
+    env: WorkerEnv, scheduling_points: None, task_id: str | None, task_write: str
 ) -> None:
-    # Given a pending one-shot task at version 1
+    # Given a pending one-shot task at version 1 (its task write: into its home item, or its T# item)
     due = env.now() + timedelta(hours=1)
-    task = env.editor.schedule_at("record", due, {"v": 1})
+    task = env.editor.schedule_at("record", due, {"v": 1}, id=task_id)
     # When a reschedule to the same due time (If-Match: 1) writes its entry, a payload update
     # commits version 2, and then the reschedule's task write loses the version race
     run_script(
@@ -178,7 +183,7 @@ def test_a_same_due_reschedule_racing_an_update_keeps_a_live_entry(
             "reschedule": lambda: env.editor.reschedule(task.id, due=due, expected_version=1),
             "update": lambda: env.editor.update(task.id, payload={"v": 2}),
         },
-        ("reschedule", before("PutItem T")),
+        ("reschedule", before(task_write)),
         ("update", None),
         ("reschedule", None),
     )
@@ -270,7 +275,8 @@ def test_a_cancel_repeated_after_its_entry_delete_failed_removes_the_entry(
     env: WorkerEnv, api: LambdaApi, fail_once: Callable[[str, str], list[str]]
 ) -> None:
     # Given a pending task whose cancel commits the task and then fails to delete its queue entry
-    task = env.editor.schedule_in("record", 7200)
+    # (a client id's: a home item's entry ends in the task write itself)
+    task = env.editor.schedule_in("record", 7200, id="cancel-me")
     failed = fail_once("dynamodb", "DeleteItem")
     first = api.delete(f"/tasks/{task.id}")
     assert (first.status, failed) == (503, ["DeleteItem"])
@@ -307,8 +313,10 @@ def _to_old_key_format(env: WorkerEnv, task_id: str) -> str:
 
 
 def test_entries_in_the_old_key_format_are_listed_changed_and_run(env: WorkerEnv) -> None:
-    # Given two tasks whose entries have keys `<instant>#<id>`, without the token
-    run, move = env.editor.schedule_in("record", 600), env.editor.schedule_in("record", 900)
+    # Given two tasks whose entries have keys `<instant>#<id>`, without the token (client ids: saved
+    # state from before the token holds no home items)
+    run = env.editor.schedule_in("record", 600, id="old-run")
+    move = env.editor.schedule_in("record", 900, id="old-move")
     old_keys = {t.id: _to_old_key_format(env, t.id) for t in (run, move)}
     for t in (run, move):
         [old] = env.entries_of(t.id)

@@ -4,6 +4,7 @@ delivered again every lease for ever."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -12,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from nexttick.config import NextTickSettings
 from nexttick.store.records import QueueEntry
+from tests.support.aws import task_write
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 LEASE = timedelta(seconds=60)
@@ -27,22 +29,32 @@ class Crash(BaseException):
 
 
 def fail_task_writes(env: WorkerEnv, task_id: str, unless_status: str) -> list[str]:
-    """Make every PutItem of one task item fail (a throttled or poisoned completion write), except
-    writes of status `unless_status`. Returns the statuses of the refused writes."""
+    """Make every write of one task fail (a throttled or poisoned completion write: a `T#` item's
+    PutItem, or the compare-and-set UpdateItem of a home item), except writes of status
+    `unless_status`. Returns the statuses of the refused writes."""
     refused: list[str] = []
+    home_key = env.runtime.store.task_key(task_id)
 
-    def before(params: dict[str, Any], **_: Any) -> None:
-        item = params.get("Item", {})
-        is_task = item.get("sk", {}).get("S") == "T"  # not one of its run records
-        if is_task and item.get("task_id", {}).get("S") == task_id and item["status"]["S"] != unless_status:
-            refused.append(item["status"]["S"])
+    def before(params: dict[str, Any], model: Any, **_: Any) -> None:
+        if not task_write(model.name, params):
+            return
+        if model.name == "PutItem":
+            item = params["Item"]
+            mine, status = item["task_id"]["S"] == task_id, item["status"]["S"]
+        else:
+            key = (params["Key"]["pk"]["S"], params["Key"]["sk"]["S"])
+            names = {name: placeholder for placeholder, name in params["ExpressionAttributeNames"].items()}
+            values = dict(re.findall(r"(#a\d+) = (:v\d+)", params["UpdateExpression"]))
+            mine, status = key == home_key, params["ExpressionAttributeValues"][values[names["status"]]]["S"]
+        if mine and status != unless_status:
+            refused.append(status)
             raise ClientError(
                 {"Error": {"Code": "InternalServerError", "Message": "injected task write failure"}},
-                "PutItem",
+                model.name,
             )
 
     client = env.runtime.store.models.task._get_connection().connection.client
-    client.meta.events.register("before-parameter-build.dynamodb.PutItem", before)
+    client.meta.events.register("provide-client-params.dynamodb", before)
     return refused
 
 

@@ -112,18 +112,23 @@ STEPS = ["claim", "claimed", "task-read", "ran", "entry-put", "task-replaced", "
 DELIVERED_TWICE = {"ran", "entry-put"}
 
 
+@pytest.mark.parametrize("client_id", [False, True], ids=["home-item", "client-id"])
 @pytest.mark.parametrize("kind", ["once", "every"])
-def test_crash_at_each_step_boundary_loses_nothing(env: WorkerEnv, kind: str) -> None:
+def test_crash_at_each_step_boundary_loses_nothing(env: WorkerEnv, kind: str, client_id: bool) -> None:
     for step in STEPS:
         if kind == "once" and step == "entry-put":
             continue  # a succeeding one-shot writes no new entry
+        if not client_id and step == "entry-deleted":
+            continue  # a home item's entry ends in the task write
         RECORDER.reset()
-        # Given a victim and two bystanders due at the same instant
+        # Given a victim (in its home item, or under a client's id) and two bystanders due at the
+        # same instant
         due = env.now() + timedelta(minutes=3)
+        victim_id = f"victim-{step}" if client_id else None
         if kind == "once":
-            victim = env.editor.schedule_at("record", due)
+            victim = env.editor.schedule_at("record", due, id=victim_id)
         else:
-            victim = env.editor.schedule_every("record", "10m")
+            victim = env.editor.schedule_every("record", "10m", id=victim_id)
             due = victim.due
         others = [env.editor.schedule_at("record", due) for _ in range(2)]
         env.travel_to(due)

@@ -60,3 +60,12 @@ class RecordedRuntime(Runtime):
         trigger = RecordingTrigger(built.trigger)
         built.rule_sync.trigger = trigger
         return cls(built.settings, built.store, built.rule, trigger, built.rule_sync, built.clock)
+
+
+def task_write(operation: str, params: dict[str, Any]) -> bool:
+    """Whether a DynamoDB request (as `provide-client-params` gives it) writes a task: a `T#<id>`
+    item's PutItem, or the UpdateItem that writes a task into its home item (it sets every field,
+    `action` among them; a claim or a lease change of the same item does not)."""
+    if operation == "PutItem":
+        return bool(params["Item"]["pk"]["S"].startswith("T#"))
+    return operation == "UpdateItem" and "action" in params.get("ExpressionAttributeNames", {}).values()

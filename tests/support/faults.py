@@ -753,13 +753,14 @@ class StreamFeed:
     def __init__(
         self, world: World, container: Container, *, batch_size: int = 100, retries: int = 5
     ) -> None:
-        from local.keeper import lambda_record, passes_filters
+        from local.keeper import lambda_record
+        from nexttick.store.streams import reaches_keeper
 
         self.world = world
         self.container = container
         self.batch_size = batch_size
         self.retries = retries
-        self._convert, self._keep = lambda_record, passes_filters
+        self._convert, self._keep = lambda_record, reaches_keeper
         session = boto3.session.Session(region_name=world.settings.region)
         self.dynamodb = session.client("dynamodb")
         # moto serves DescribeStream only on the regional streams host.

@@ -706,7 +706,7 @@ class Scenario:
 class Plan:
     """An actor the scenario starts at `start` (seconds after BASE)."""
 
-    kind: str  # create | reschedule | cancel | fired | invoked
+    kind: str  # create | create_home | reschedule | cancel | fired | invoked
     start: float
     task_id: str = ""
     due: float = 0.0
@@ -946,6 +946,20 @@ def create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     rt.rule_sync.on_task_due(due, shard_of(task_id), covered)
 
 
+def home_create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    """Editor create of a task with a generated id: its home item (task and entry in one
+    conditional write), then its shard's head and cursor, then the rule sync. A client that dies
+    after the write leaves only the keeper to cover the task."""
+    task_id, due = spec.args
+    rt = _runtime(replay, scenario)
+    store: Any = rt.store
+    key = (due, task_id, task_id)  # the home key: its token is part of the id
+    if not store.insert_home(task_id, due, key):
+        return  # a generated id is never taken: nothing else to do
+    covered = rt.rule_sync.cover_shard(shard_of(task_id), due, key=cast(str, key))
+    rt.rule_sync.on_task_due(due, shard_of(task_id), covered)
+
+
 def reschedule_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     """Editor reschedule: new entry, its shard's head, task (compare-and-set), delete the old entry,
     rule sync."""
@@ -1007,6 +1021,7 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 
 PROGRAMS: dict[str, Callable[[Replay, Scenario, ActorSpec], Any]] = {
     "create": create_program,
+    "create_home": home_create_program,
     "reschedule": reschedule_program,
     "cancel": cancel_program,
 }
@@ -1111,6 +1126,14 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
         if task_id in world.tasks:
             return False
         world.tasks[task_id] = TaskItem(due, key, token)
+        world.stream(("due", due, shard_of(task_id), key))
+        return True
+    if name == "insert_home":
+        task_id, due, key = args
+        if task_id in world.tasks or key in world.entries:
+            return False
+        world.entries[key] = EntryItem(task_id, due, task_id, now)
+        world.tasks[task_id] = TaskItem(due, key, task_id)
         world.stream(("due", due, shard_of(task_id), key))
         return True
     if name == "get_task":
@@ -1600,6 +1623,8 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         return {f"task:{args[0]}": "r"}
     if name in ("insert_task", "replace_task"):
         return {f"task:{args[0]}": "w", **jobs}
+    if name == "insert_home":
+        return {**_queue([shard_of(args[0])], "w"), f"task:{args[0]}": "w", **jobs}
     if name == "put_land":
         return {"rule": "w"}
     if name == "describe":
