@@ -128,10 +128,10 @@ def payload_sweep(tasks: int, payload_bytes: int) -> dict[str, Any]:
     """The dense lifecycle (`lifecycle(tasks, tasks)`) with a payload of one string field of
     `payload_bytes` characters, units split by what they pay for. The worker runs with a pool of
     one, so its requests follow each other and its hook's steps delimit them: from an occurrence's
-    `claim` to `claimed` is the claim (the queue entry's conditional UpdateItem); from `claimed` to
-    `entry-deleted`, the completion (the task's GetItem to run it, the task's outcome PutItem with
-    its run kept on the item, the entry's DeleteItem); the rest of the run (the pass's Queries, the
-    lateness histogram, the re-arm) is `other`. Shards' pages hold every entry (`page_size` above
+    `claim` to `claimed` is the claim (the home item's conditional UpdateItem, which answers with
+    the task); from `claimed` to `completed`, the completion (the task's outcome with its run kept
+    on the item, which ends the entry); the rest of the run (the pass's Queries, the lateness
+    histogram, the re-arm) is `other`. Shards' pages hold every entry (`page_size` above
     `tasks`), so no Query falls inside an occurrence."""
     start = datetime(2031, 3, 3, 8, 0, 0, tzinfo=UTC)
     with (
@@ -146,7 +146,7 @@ def payload_sweep(tasks: int, payload_bytes: int) -> dict[str, Any]:
         for i in range(tasks):
             editor.schedule_at("log", due + timedelta(seconds=i * 0.01), payload)
         ledger.charge("create")
-        steps = {"claim": "other", "claimed": "claim", "entry-deleted": "completion"}
+        steps = {"claim": "other", "claimed": "claim", "completed": "completion"}
 
         def hook(step: str, _entry: QueueEntry) -> None:
             if step in steps:

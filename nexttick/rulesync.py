@@ -254,11 +254,18 @@ class RuleSync:
         shards = range(self.store.shards) if among is None else among
         return DueShards({s for s in shards if not state.knows_head(s) or _due(state, s, until)}, state)
 
-    def rearm(self, touched: Collection[int] = (), read: RuleState | None = None) -> RearmResult:
+    def rearm(
+        self,
+        touched: Collection[int] = (),
+        read: RuleState | None = None,
+        past: Mapping[int, str] | None = None,
+    ) -> RearmResult:
         """Point the rule at the queue head after a worker run (raise or lower, or the epoch). A head
         too close to arm is returned as DUE_SOON for the caller to keep, with the rule armed as the
         backstop of whoever sleeps for it. `touched`: the shards this invocation wrote entries to;
-        `read`: the record as the caller read it with nothing of its own written since."""
+        `read`: the record as the caller read it with nothing of its own written since; `past`: per
+        shard, a key before which the caller took every entry (its passes' reads), where the first
+        read of that shard may start — only a hint: the second read starts at the cursor."""
         while True:
             state, read = read or self.store.read_rule_state(), None
             if state.waiter_owner is not None and state.waiter_at is not None and self._woke(state.waiter_at):
@@ -267,7 +274,7 @@ class RuleSync:
                 # before the head read, so that read sees every task they committed meanwhile.
                 read = self.store.release_waiter(state.waiter_owner, state.waiter_at)
                 continue
-            state, heads = self._refresh_heads(state, touched)
+            state, heads = self._refresh_heads(state, touched, past or {})
             head = min((h for h in heads.values() if h is not None), default=None)
             now = self.clock.now()
             due_soon = head is not None and not self.timing.armable(self.timing.fire_minute(head), now)
@@ -291,7 +298,7 @@ class RuleSync:
             return self._recheck_head(head, target, confirmed)
 
     def _refresh_heads(
-        self, state: RuleState, touched: Collection[int]
+        self, state: RuleState, touched: Collection[int], past: Mapping[int, str]
     ) -> tuple[RuleState, dict[int, datetime | None]]:
         """Every shard's head: as recorded where that is later than now (nothing there can be due
         yet), else read from the shard (from its cursor) — where the recorded head is due, unknown,
@@ -299,7 +306,10 @@ class RuleSync:
         what was read (each only if still the value `state` holds: a lowering since means read
         again), then the raised shards are read **again**, from where their cursors stood: an entry
         written before its writer read the old, lower head or cursor was not lowered for by that
-        writer, and this second read finds it (then we lower for it)."""
+        writer, and this second read finds it (then we lower for it). A shard whose first read
+        started `past` its cursor (what the caller's passes took: a burst's finished home items) is
+        always read again from its cursor, so the hint saves one of the two walks over those items
+        and decides nothing: whatever the first read missed, the second finds."""
         while True:
             now = self.clock.now()
             stale = [
@@ -307,7 +317,10 @@ class RuleSync:
                 for s in range(self.store.shards)
                 if s in touched or not state.knows_head(s) or _due(state, s, now)
             ]
-            fronts = self.store.shard_fronts(stale, state.cursors, now=now) if stale else {}
+            starts = dict(state.cursors or {})
+            hinted = {s for s in stale if s in past and _cursor_later(past[s], state.cursor_of(s))}
+            starts.update((s, past[s]) for s in hinted)
+            fronts = self.store.shard_fronts(stale, starts, now=now) if stale else {}
             raised = {
                 s: front.head
                 for s, front in fronts.items()
@@ -321,7 +334,8 @@ class RuleSync:
             if (raised or advanced) and not self.store.raise_shard_heads(state, raised, advanced):
                 state = self.store.read_rule_state()
                 continue
-            again = self._reread(raised.keys() | advanced.keys(), state) if raised or advanced else {}
+            recheck = raised.keys() | advanced.keys() | hinted
+            again = self._reread(recheck, state) if recheck else {}
             read: dict[int, datetime | None] = {}
             for shard, front in fronts.items():
                 latest = again.get(shard, front)

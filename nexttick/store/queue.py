@@ -23,8 +23,11 @@ from nexttick.store.prebuilt import Prebuilt
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, ShardFront, TaskRecord
 from nexttick.timeutil import from_epoch, to_epoch
 
-# Entries per request when looking for a shard's head: usually the first one decides.
+# Entries per request when looking for a shard's head: usually the first one decides. Each further
+# request of the same read asks for twice as many, up to MAX_HEAD_PAGE_SIZE (a shard's front may hold
+# the finished home items of a burst, which no longer count).
 HEAD_PAGE_SIZE = 1
+MAX_HEAD_PAGE_SIZE = 128
 
 
 class QueueStore(StoreBase):
@@ -219,12 +222,13 @@ class QueueStore(StoreBase):
         after_key: str | None = None,
         from_key: str | None = None,
         page_size: int = 100,
+        grow_to: int | None = None,
         parked: bool = False,
     ) -> Iterator[QueueEntry]:
         """Entries of one shard in run-time order (consistent), optionally only those due by `up_to`,
         after the sort key `after_key` and from the sort key `from_key` on (a shard's cursor); with
-        `parked`, of its paused tasks' twin partition. Lazily paged: callers read only what they
-        consume."""
+        `parked`, of its paused tasks' twin partition. Lazily paged (`page_size` items a request,
+        each next request twice as many up to `grow_to`): callers read only what they consume."""
         q = self.models.queue
         lower = max(filter(None, (after_key and after_key + "\x00", from_key)), default=None)
         condition: Condition | None = None
@@ -237,14 +241,23 @@ class QueueStore(StoreBase):
             condition = q.sk <= keys.upper_bound_for(up_to)
         elif lower is not None:
             condition = q.sk >= lower
-        for item in q.query(
-            keys.queue_pk(shard, parked=parked),
-            range_key_condition=condition,
-            consistent_read=True,
-            page_size=page_size,
-        ):
-            if item.token is not None:  # else a home item whose task moved on: no entry any more
-                yield queue_entry(item, shard, parked=parked)
+        start: dict[str, Any] | None = None
+        while True:
+            page = q.query(
+                keys.queue_pk(shard, parked=parked),
+                range_key_condition=condition,
+                consistent_read=True,
+                page_size=page_size,
+                limit=page_size if grow_to else None,
+                last_evaluated_key=start,
+            )
+            for item in page:
+                if item.token is not None:  # else a home item whose task moved on: no entry any more
+                    yield queue_entry(item, shard, parked=parked)
+            start = page.last_evaluated_key
+            if not grow_to or not start:
+                return
+            page_size = min(grow_to, page_size * 2)
 
     def merged_entries(
         self,
@@ -285,7 +298,9 @@ class QueueStore(StoreBase):
         (in flight: bounded by the worker pool) and then one more."""
         best: datetime | None = None
         first: str | None = None
-        for entry in self.shard_entries(shard, from_key=cursor, page_size=HEAD_PAGE_SIZE):
+        for entry in self.shard_entries(
+            shard, from_key=cursor, page_size=HEAD_PAGE_SIZE, grow_to=MAX_HEAD_PAGE_SIZE
+        ):
             first = first or entry.key
             at = entry.effective_at()
             best = at if best is None or at < best else best

@@ -117,6 +117,12 @@ class Worker:
         self._lateness_by_kind: defaultdict[Dimensions, list[float]] = defaultdict(list)
         self._counts: Counter[str] = Counter()  # count metrics of the pass, added once at its end
         self._read: RuleState | None = None  # the record as the last pass read it
+        # Per shard, where the next pass reads from while passes follow one another (a burst): past
+        # what the last one took, so a burst's finished home items (which stay in the shard until
+        # their TTL) are not read again and again. The re-arm's first read starts there too; it
+        # reads every such shard again from its cursor, so nothing written meanwhile below these
+        # points is missed, and then they are cleared.
+        self._resume: dict[int, str] = {}
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RunReport:
@@ -134,7 +140,8 @@ class Worker:
                     return self._hand_off("little time left")
                 # The re-arm starts from the pass's read of the record (nothing of ours wrote it
                 # since; the shards it wrote to are read again whatever the record says).
-                rearm = self.runtime.rule_sync.rearm(self.touched, self._read)
+                rearm = self.runtime.rule_sync.rearm(self.touched, self._read, self._resume)
+                self._resume = {}
                 if rearm.outcome is not Outcome.DUE_SOON:
                     return self._finish(rearm.outcome.value)
                 assert rearm.head is not None
@@ -175,32 +182,43 @@ class Worker:
         self._read = due.record
         if not due.shards:
             return PassResult.EMPTY
+        starts = dict(due.record.cursors or {})
+        for shard, resume in self._resume.items():
+            starts[shard] = max(starts.get(shard, resume), resume)
+        left: dict[int, str] = {}  # per shard, the first entry this pass did not take
+        taken: dict[int, str] = {}  # per shard, the last entry it took
         with self.leases.renewing():
             for entry in self.store.merged_entries(
                 up_to=now + self.prepare,
                 page_size=self.settings.page_size,
                 shards=due.shards,
-                cursors=due.record.cursors,
+                cursors=starts,
             ):
                 if not self.sharing.takes(entry, now):
+                    left.setdefault(entry.shard, entry.key)
                     continue  # leased elsewhere (its lease end is part of the head), or not ours now
                 if len(in_flight) >= pool_size:
                     full = self.sharing.in_burst = True
                     if self.sharing.fan_out():
                         self.sharing.release_probe(entry.shard)
+                        left.setdefault(entry.shard, entry.key)
                         break  # the next pass reads only this invocation's group
                 while len(in_flight) >= pool_size:
                     done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
                     self._collect(done)
                 if self.remaining() < self.margin or drain.stopping():
                     self.sharing.release_probe(entry.shard)
+                    left.setdefault(entry.shard, entry.key)
                     full = True
                     break  # out of time, or the process is stopping: finish what is held
                 self.touched.add(entry.shard)
                 # The invocation's log context (function, request id) follows the occurrence into the pool.
                 in_flight.add(pool.submit(contextvars.copy_context().run, self.runner.process, entry))
+                taken[entry.shard] = entry.key
                 submitted += 1
             self._collect(wait(in_flight).done)
+        for shard, key in taken.items():
+            self._resume[shard] = left.get(shard, key + "\x00")  # "\x00": just after `key`
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
         self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
@@ -243,7 +261,8 @@ class Worker:
 
     def _hand_off(self, reason: str) -> RunReport:
         """Out of time: re-arm for what is left, or re-invoke when it is due too soon to arm."""
-        rearm = self.runtime.rule_sync.rearm(self.touched)
+        rearm = self.runtime.rule_sync.rearm(self.touched, past=self._resume)
+        self._resume = {}
         if rearm.outcome is Outcome.DUE_SOON:
             return self._reinvoke(reason)
         return self._finish(rearm.outcome.value)

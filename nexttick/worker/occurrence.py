@@ -282,6 +282,7 @@ class OccurrenceRunner:
             updated = replace(updated, run_seq=task.run_seq + 1)  # its `last_run` is this attempt
             if self.store.swap_occurrence(task, updated, run, leaving=entry.ref, step=step, pointer=pointer):
                 result = RunResult(outcome)
+                step("completed")
                 break
             task = self.store.get_task(entry.task_id)  # changed meanwhile: decide on the fresh record
         else:

@@ -373,7 +373,12 @@ class NaiveRuleSync(RuleSync):
         head: datetime | None = cast(Any, self.store).head()
         return head
 
-    def rearm(self, touched: Collection[int] = (), read: RuleState | None = None) -> RearmResult:
+    def rearm(
+        self,
+        touched: Collection[int] = (),
+        read: RuleState | None = None,
+        past: Mapping[int, str] | None = None,
+    ) -> RearmResult:
         head = self._queue_head()
         target = self.timing.fire_minute(head) if head is not None else None
         if target is not None and not self.timing.armable(target, self.clock.now()):
@@ -894,6 +899,8 @@ class ModelWorker(Worker):
                 break
             self.touched.add(shard)
             submitted += 1
+            # As the real pass: the re-arm's first read of the shard may start past what it took.
+            self._resume[shard] = cast(str, key)
             task_id = queue.claim_entry(key, now, now + self.lease)
             if task_id is None:
                 continue  # contended, stale (deleted) or deferred (a write in flight)
