@@ -25,8 +25,9 @@ def stream_filters() -> list[Mapping[str, Any]]:
     """Only task items and the rule record, inserted or modified, reach the keeper: queue-entry
     and run-record writes (most of the table's traffic) and removals are dropped by Lambda, free of
     charge. A home item (a queue entry carrying its task) passes only without a lease or with a
-    "run now" pointer, so a claim does not start the keeper (nexttick.store.streams.reaches_keeper
-    is the same rule, for the local stack)."""
+    "run now" pointer, so a claim does not start the keeper; a removal passes only for a task whose
+    payload item is to be deleted with it (nexttick.store.streams.reaches_keeper is the same rule,
+    for the local stack). Five patterns: Lambda's limit per event source mapping."""
     changed = lambda_.FilterRule.or_("INSERT", "MODIFY")
     keys = {constants.PARTITION_KEY: {"S": lambda_.FilterRule.begins_with(constants.TASK_PK_PREFIX)}}
     tasks = {"Keys": {**keys, constants.SORT_KEY: {"S": [constants.TASK_SK]}}}
@@ -46,9 +47,19 @@ def stream_filters() -> list[Mapping[str, Any]]:
         "Keys": home_keys,
         "NewImage": {**has_task, TaskItem.extra_key.attr_name: {"S": lambda_.FilterRule.exists()}},
     }
+    # A task removed by its TTL whose payload has an item of its own (only task items name one).
+    removed = lambda_.FilterCriteria.filter(
+        {
+            "eventName": lambda_.FilterRule.is_equal("REMOVE"),
+            "dynamodb": {"OldImage": {TaskItem.payload_ref.attr_name: {"S": lambda_.FilterRule.exists()}}},
+        }
+    )
     return [
-        lambda_.FilterCriteria.filter({"eventName": changed, "dynamodb": pattern})
-        for pattern in (tasks, rule, unleased, run_now)
+        *(
+            lambda_.FilterCriteria.filter({"eventName": changed, "dynamodb": pattern})
+            for pattern in (tasks, rule, unleased, run_now)
+        ),
+        removed,
     ]
 
 
@@ -87,6 +98,7 @@ class Keeper(Construct):
         )
         fn = self.handler.function
         store.grant_rule_record_access(fn)
+        store.grant_payload_removal(fn)
         store.grant_stream_read(fn)
         grant_scheduling(fn, self, config)
         self.trigger: lambda_.EventSourceMapping | None = None

@@ -71,6 +71,17 @@ class TaskTable(Construct):
             conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [constants.RULE_STATE_PK]}},
         )
 
+    def grant_payload_removal(self, grantee: iam.IGrantable) -> None:
+        """Delete items in task partitions only (the keeper: a removed task's payload item)."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["dynamodb:DeleteItem"],
+            resource_arns=[self.table.table_arn],
+            conditions={
+                "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{constants.TASK_PK_PREFIX}*"]}
+            },
+        )
+
     def grant_stream_read(self, grantee: iam.IGrantable) -> None:
         """What a stream event source mapping needs, on this table's stream only."""
         assert self.table.table_stream_arn is not None

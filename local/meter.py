@@ -14,6 +14,8 @@ import threading
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
+from nexttick.constants import PARTITION_KEY, SORT_KEY
+
 if TYPE_CHECKING:
     from nexttick.store.repository import TaskStore
 
@@ -43,6 +45,11 @@ def item_size(item: dict[str, Any]) -> int:
     return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
 
 
+def _key_of(item: dict[str, Any]) -> tuple[str, str] | None:
+    pk, sk = item.get(PARTITION_KEY, {}).get("S"), item.get(SORT_KEY, {}).get("S")
+    return (pk, sk) if pk is not None and sk is not None else None
+
+
 class DynamoMeter:
     """Thread-safe tally of calls, items read and capacity units per operation of `store`'s client
     (its models share one), from construction on."""
@@ -50,6 +57,7 @@ class DynamoMeter:
     def __init__(self, store: TaskStore) -> None:
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._sizes: dict[tuple[str, str] | None, int] = {}  # item key -> its size when last seen
         self.calls: Counter[str] = Counter()
         self.items_read: Counter[str] = Counter()
         self.read_units: defaultdict[str, float] = defaultdict(float)
@@ -57,6 +65,15 @@ class DynamoMeter:
         client = store.models.task._get_connection().connection.client
         client.meta.events.register("before-parameter-build.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after_call)
+
+    def _seen(self, item: dict[str, Any]) -> int:
+        """The item's size, remembered by key for the writes that follow it."""
+        size = item_size(item)
+        key = _key_of(item)
+        if key is not None:
+            with self._lock:
+                self._sizes[key] = size
+        return size
 
     def reset(self) -> None:
         with self._lock:
@@ -94,18 +111,22 @@ class DynamoMeter:
         rru = wru = 0.0
         if name in ("Query", "Scan"):
             read = int(parsed.get("ScannedCount", parsed.get("Count", 0)))
-            size = sum(item_size(i) for i in parsed.get("Items", []))
+            size = sum(self._seen(i) for i in parsed.get("Items", []))
             rru = max(1, math.ceil(size / 4096)) * factor
         elif name == "GetItem":
             read = 1 if parsed.get("Item") else 0
-            rru = max(1, math.ceil(item_size(parsed.get("Item", {})) / 4096)) * factor
+            rru = max(1, math.ceil(self._seen(parsed.get("Item", {})) / 4096)) * factor
         elif name == "BatchGetItem":
             items = [i for items in parsed.get("Responses", {}).values() for i in items]
             read = len(items)
-            rru = sum(max(1, math.ceil(item_size(i) / 4096)) for i in items) * factor
+            rru = sum(max(1, math.ceil(self._seen(i) / 4096)) for i in items) * factor
         elif name in _WRITES:
-            written = request.get("Item") or parsed.get("Attributes") or request.get("Key") or {}
-            wru = max(1, math.ceil(item_size(written) / 1024))
+            # Billed by the larger of the item before and after: an update or a delete without
+            # returned attributes is charged the size the item had when last seen.
+            written = request.get("Item") or parsed.get("Attributes") or {}
+            before = self._sizes.get(_key_of(request.get("Key") or written), 0)
+            after = self._seen(written) if written else item_size(request.get("Key") or {})
+            wru = max(1, math.ceil(max(before, after) / 1024))
         elif name == "BatchWriteItem":
             for requests in request.get("RequestItems", {}).values():
                 for req in requests:

@@ -47,6 +47,11 @@ WORKER_EVENT_HELP = "help"
 # Limits of the public contract (README, "HTTP API"): the API's models declare them (and so the
 # OpenAPI document), the editor library enforces them for callers that never pass the API.
 MAX_PAYLOAD_BYTES = 256 * 1024
+# A payload serialised larger than this is kept in an item of its own (`T#<id>`/`P#<ref>`), written
+# once: the task's item stays small, and a claim or a completion (billed by the size of the item it
+# writes) costs the same whatever the payload.
+INLINE_PAYLOAD_BYTES = 256
+PAYLOAD_SK_PREFIX = "P#"
 # Levels of objects/arrays in a payload, the payload object itself being the first: what is accepted
 # must stay readable (every reader and serialiser recurses per level).
 MAX_PAYLOAD_DEPTH = 32

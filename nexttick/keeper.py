@@ -13,12 +13,14 @@ stream records the keeper does what the client may not have done —
   minutes (the store/load argument of docs/architecture.md), and an invoked or already waiting
   worker reads the shard heads after these lowerings and re-arms for them;
 * a rule-record change of armed minute or version -> `RuleSync.confirm`: the rule is made to match
-  the record (a client that died between its CAS and its PutRule).
+  the record (a client that died between its CAS and its PutRule);
+* a task removed by its TTL whose payload has an item of its own -> that item is deleted (it has
+  no TTL: it lives as long as its task).
 
 Both start from a fresh strongly consistent read (one per batch: each step goes on from the record
 as the step before read or wrote it), never from the record's images, so a record that arrives
 twice, late or out of order is harmless: covering an already covered time costs one read.
-Queue entries, removals and other item changes are ignored.
+Queue entries, other removals and other item changes are ignored.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, cast
 
 from nexttick.rulesync import Outcome, RuleSync
 from nexttick.store.keys import shard_of, split_queue_sort_key
 from nexttick.store.records import RUNNABLE_NOW, RuleState, TaskStatus
-from nexttick.store.streams import ItemKind, item_kind, rule_image, task_image
+from nexttick.store.streams import ItemKind, item_kind, removed_payload, rule_image, task_image
 
 _CHANGES = ("INSERT", "MODIFY")
 
@@ -43,6 +45,7 @@ class KeeperReport:
     records: int = 0
     scheduled: int = 0  # task changes that set a pending due time
     rule_moves: int = 0  # rule-record changes of armed minute or version
+    payloads_dropped: int = 0  # payload items of tasks their TTL removed
     outcomes: list[Outcome] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -50,6 +53,7 @@ class KeeperReport:
             "records": self.records,
             "scheduled": self.scheduled,
             "rule_moves": self.rule_moves,
+            "payloads_dropped": self.payloads_dropped,
             "outcomes": [o.value for o in self.outcomes],
         }
 
@@ -88,11 +92,17 @@ def moves_rule(record: Mapping[str, Any]) -> bool:
     return rule_image(change["OldImage"]) != rule_image(change["NewImage"])
 
 
-class Keeper:
-    """Covers a batch of stream records (the keeper Lambda's whole job)."""
+class PayloadItems(Protocol):
+    def drop_payload(self, task_id: str, ref: str) -> None: ...
 
-    def __init__(self, rule_sync: RuleSync) -> None:
+
+class Keeper:
+    """Covers a batch of stream records (the keeper Lambda's whole job). `payloads`: where removed
+    tasks' payload items are deleted (default: the rule sync's store, the task store)."""
+
+    def __init__(self, rule_sync: RuleSync, payloads: PayloadItems | None = None) -> None:
         self.rule_sync = rule_sync
+        self.payloads = payloads if payloads is not None else cast(PayloadItems, rule_sync.store)
 
     def handle(self, records: Iterable[Mapping[str, Any]]) -> KeeperReport:
         report = KeeperReport()
@@ -107,6 +117,9 @@ class Keeper:
                 report.scheduled += 1
             elif moves_rule(record):
                 report.rule_moves += 1
+            elif (payload := removed_payload(record)) is not None:
+                self.payloads.drop_payload(*payload)
+                report.payloads_dropped += 1
         rule: RuleState | None = None  # the record as last read or written here (after the batch's writes)
         if report.rule_moves:
             outcome, rule = self.rule_sync.confirm()

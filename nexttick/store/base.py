@@ -8,7 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pynamodb.connection import TableConnection
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
 
-from nexttick.store.models import BoundModels
+from nexttick.store import keys
+from nexttick.store.models import BoundModels, TaskItem
+from nexttick.store.records import TaskRecord
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
@@ -25,6 +27,21 @@ class StoreBase:
         """The models' shared connection to the table: the hot path's requests go through it with
         items in the wire format (nexttick.store.wire), without building model instances."""
         return self.models.task._get_connection()
+
+    def with_payload(self, record: TaskRecord) -> TaskRecord:
+        """`record` with its payload, read from the payload's own item when it has one (strongly
+        consistent: the item is written before any task write that names it)."""
+        if record.payload_ref is not None and record.payload is None:
+            key = (keys.task_pk(record.id), keys.payload_sort_key(record.payload_ref))
+            item = self.table.get_item(*key, consistent_read=True).get("Item")
+            if item is None:
+                raise PayloadMissingError(f"task {record.id}: payload item {key[1]} is gone")
+            record.payload = TaskItem.payload.deserialize(item[TaskItem.payload.attr_name]["S"])
+        return record
+
+
+class PayloadMissingError(RuntimeError):
+    """A task names a payload item that is gone (only ever removed after its task)."""
 
 
 def condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:

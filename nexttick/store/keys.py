@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from nexttick.constants import (
     LATENESS_PK_PREFIX,
     PARKED_PK_PREFIX,
+    PAYLOAD_SK_PREFIX,
     QUEUE_PK_PREFIX,
     RUN_SK_PREFIX,
     TASK_PK_PREFIX,
@@ -105,6 +106,11 @@ def upper_bound_for(instant: datetime) -> str:
 def cursor_at(instant: datetime) -> str:
     """A shard cursor at `instant`: sorts before every entry due at or after it."""
     return format_instant(instant)
+
+
+def payload_sort_key(ref: str) -> str:
+    """`P#<ref>`: a large payload's own item, in its task's `T#<id>` partition (`ref`: its digest)."""
+    return f"{PAYLOAD_SK_PREFIX}{ref}"
 
 
 def run_sort_key(slot: int) -> str:

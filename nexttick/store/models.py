@@ -40,7 +40,7 @@ class TaskItem(Model):
     sk = UnicodeAttribute(range_key=True, attr_name=SORT_KEY)
     task_id = UnicodeAttribute()
     action = UnicodeAttribute()
-    payload = JSONAttribute()
+    payload = JSONAttribute(null=True)  # absent when it is in its own item (`payload_ref`)
     status = UnicodeAttribute()
     schedule_kind = UnicodeAttribute()
     due = UTCDateTimeAttribute(null=True)
@@ -69,6 +69,7 @@ class TaskItem(Model):
     request_hash = UnicodeAttribute(null=True)
     expires_at = TTLAttribute(null=True, attr_name=TTL_ATTRIBUTE)
     run_seq = NumberAttribute(default=0)
+    payload_ref = UnicodeAttribute(null=True)
 
 
 class QueueItem(Model):

@@ -107,6 +107,8 @@ class TaskRecord(TaskFields):
     expires_at: datetime | None = None
     # Run records written so far: the next one goes to ring slot `run_seq % run_history`.
     run_seq: int = 0
+    # The payload's own item (`T#<id>`/`P#<ref>`) when it is larger than INLINE_PAYLOAD_BYTES.
+    payload_ref: str | None = None
 
 
 @dataclass(frozen=True)

@@ -65,9 +65,12 @@ def reaches_keeper(record: Mapping[str, Any]) -> bool:
     """What the deployed trigger's filters pass (infra/keeper.py, `stream_filters`): inserts and
     modifications of task items and of the rule record — of a home item, only those that leave it
     without a lease or with a "run now" pointer: a claim or a lease change of its entry reschedules
-    nothing, and would otherwise start the keeper for every run."""
+    nothing, and would otherwise start the keeper for every run — and the removal (its TTL) of a
+    task whose payload has an item of its own."""
     change = record.get("dynamodb", {})
     keys = change.get("Keys", {})
+    if record.get("eventName") == "REMOVE":  # only a task item names a payload item
+        return _PAYLOAD_REF in change.get("OldImage", {})
     if record.get("eventName") not in ("INSERT", "MODIFY") or item_kind(keys) is ItemKind.OTHER:
         return False
     if not keys.get(PARTITION_KEY, {}).get("S", "").startswith(QUEUE_PK_PREFIX):
@@ -76,6 +79,20 @@ def reaches_keeper(record: Mapping[str, Any]) -> bool:
     return TaskItem.action.attr_name in new and (
         QueueItem.lease_owner.attr_name not in new or TaskItem.extra_key.attr_name in new
     )
+
+
+def removed_payload(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(task id, payload reference) of a removed task whose payload had an item of its own."""
+    change = record.get("dynamodb", {})
+    if record.get("eventName") != "REMOVE" or item_kind(change.get("Keys", {})) is not ItemKind.TASK:
+        return None
+    old = change.get("OldImage", {})
+    if _PAYLOAD_REF not in old:
+        return None
+    return old[TaskItem.task_id.attr_name]["S"], old[_PAYLOAD_REF]["S"]
+
+
+_PAYLOAD_REF = TaskItem.payload_ref.attr_name
 
 
 def task_image(image: Mapping[str, Any]) -> TaskImage:

@@ -16,8 +16,9 @@ entry is never deleted apart from its task, and stays the task's item after.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from pynamodb.constants import PUT_ITEM, UPDATE_ITEM
 from pynamodb.exceptions import PutError, UpdateError
 
+from nexttick.constants import INLINE_PAYLOAD_BYTES
 from nexttick.store import keys, wire
 from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
@@ -67,14 +69,14 @@ class TaskWrites(QueueStore, RuleStateStore):
 
     def get_task(self, task_id: str) -> TaskRecord | None:
         item = self.table.get_item(*self.task_key(task_id), consistent_read=True).get("Item")
-        return wire.TASKS.decode(item) if item else None
+        return self.with_payload(wire.TASKS.decode(item)) if item else None
 
     def get_tasks(self, task_ids: Iterable[str]) -> dict[str, TaskRecord]:
         """The existing tasks among `task_ids`, by id: strongly consistent BatchGetItem calls (100
         keys each; pynamodb retries unprocessed keys), not one GetItem per task."""
         wanted = [self.task_key(task_id) for task_id in dict.fromkeys(task_ids)]
         found = (task_record(item) for item in self.models.task.batch_get(wanted, consistent_read=True))
-        return {record.id: record for record in found}
+        return {record.id: self.with_payload(record) for record in found}
 
     def create_task(self, record: TaskRecord, *, after_entry: EntryHook = _no_entry_hook) -> None:
         """Write a new pending task with its first queue entry (at `record.due`, plus its jitter) and
@@ -91,13 +93,14 @@ class TaskWrites(QueueStore, RuleStateStore):
         entry = self._put_new_entry(record.id, occurrence_of(record, record.due), record.created_at)
         after_entry(entry)
         record.queue_key, record.queue_token = entry.key, entry.token
-        item = task_item(self.models.task, record)
+        key = self.task_key(record.id)
+        values = self._task_attributes(record)
         try:
-            item.save(condition=self.models.task.pk.does_not_exist())
+            self._put_new.send(*key, values)
         except PutError as exc:
             if not condition_failed(exc):
                 raise
-            if self._stored_as_written(item):
+            if self._stored_as_written(key, values):
                 return
             self.discard_entry(entry.ref)
             raise TaskExistsError(record.id) from exc
@@ -120,7 +123,7 @@ class TaskWrites(QueueStore, RuleStateStore):
             created_at=record.created_at,
         )
         record.queue_key, record.queue_token = entry.key, entry.token
-        item = {**wire.TASKS.encode(record), **wire.entry_attributes(entry)}
+        item = {**self._task_attributes(record), **wire.entry_attributes(entry)}
         try:
             self._put_new.send(pk, sk, item)
         except PutError as exc:
@@ -193,21 +196,61 @@ class TaskWrites(QueueStore, RuleStateStore):
         Every field is written each time, so no half-applied update can exist. The queue pointer is
         written as given: use `swap_occurrence` to move the task to another entry."""
         key = self.task_key(record.id)
+        replaced = record.payload_ref
+        values = self._task_attributes(record)
         try:
             if keys.is_home_id(record.id):
-                self._update_home(key, record, expected_version)
+                self._update_home(key, record, values, expected_version)
             else:
-                self._put_task.send(*key, wire.TASKS.encode(record), version=expected_version)
+                self._put_task.send(*key, values, version=expected_version)
         except (PutError, UpdateError) as exc:
             if not condition_failed(exc):
                 raise
-            return self._stored_as_written(task_item(self.models.task, record, key))
+            if not self._stored_as_written(key, values):
+                return False
+        if replaced is not None and replaced != record.payload_ref:
+            self._retire_payload(record.id, replaced)
         return True
 
-    def _update_home(self, key: tuple[str, str], record: TaskRecord, expected_version: int) -> None:
+    def _task_attributes(self, record: TaskRecord) -> wire.Wire:
+        """The task's attributes as written: a payload larger than INLINE_PAYLOAD_BYTES is replaced
+        by the reference of its own item, written first when it is new (named by its digest, so
+        a write with the payload unchanged writes no payload; sets `record.payload_ref`)."""
+        values = wire.TASKS.encode(record)
+        values.pop(_PAYLOAD_REF, None)
+        payload = values[_PAYLOAD]["S"]
+        if len(payload) <= INLINE_PAYLOAD_BYTES:
+            record.payload_ref = None
+            return values
+        ref = hashlib.sha256(payload.encode()).hexdigest()[:32]
+        if ref != record.payload_ref:
+            self.table.put_item(
+                keys.task_pk(record.id), keys.payload_sort_key(ref), attributes={_PAYLOAD: values[_PAYLOAD]}
+            )
+        record.payload_ref = ref
+        del values[_PAYLOAD]
+        values[_PAYLOAD_REF] = {"S": ref}
+        return values
+
+    def drop_payload(self, task_id: str, ref: str) -> None:
+        """Delete a payload item whose task is gone (the keeper, on the task's removal)."""
+        self.table.delete_item(keys.task_pk(task_id), keys.payload_sort_key(ref))
+
+    def _retire_payload(self, task_id: str, ref: str) -> None:
+        """A payload item its task no longer names expires after a grace period, not at once: a
+        reader holding the task as it was (a worker's claim) still finds it."""
+        expires = self.models.task.expires_at
+        self.table.update_item(
+            keys.task_pk(task_id),
+            keys.payload_sort_key(ref),
+            actions=[expires.set(datetime.now(UTC) + RETIRED_PAYLOAD_GRACE)],
+        )
+
+    def _update_home(
+        self, key: tuple[str, str], record: TaskRecord, values: wire.Wire, expected_version: int
+    ) -> None:
         """Write the task's attributes into its home item (compare-and-set), and unless the task is
         pending there still, end the item's entry: its attributes go in the same request."""
-        values = wire.TASKS.encode(record)
         removed = [name for name in _TASK_ATTRIBUTES if name not in values]
         at_home = (
             record.status == TaskStatus.PENDING and not record.queue_parked and record.queue_key == key[1]
@@ -240,16 +283,17 @@ class TaskWrites(QueueStore, RuleStateStore):
             self.table, PUT_ITEM, {"version": stored}, lambda version: {"condition": stored == version}
         )
 
-    def _stored_as_written(self, item: TaskItem) -> bool:
-        """Whether the stored task is exactly `item`, after its conditional put failed. The SDK
-        resends a put whose answer was lost (a 500 or a timeout after DynamoDB applied it), and the
-        resend fails its condition on the first attempt's own write: that write is ours, and
-        treating it as lost would delete the entry the committed task points at."""
-        try:
-            stored = self.models.task.get(item.pk, item.sk, consistent_read=True)
-        except self.models.task.DoesNotExist:
+    def _stored_as_written(self, key: tuple[str, str], values: wire.Wire) -> bool:
+        """Whether the stored task is exactly the one we wrote (`values`), after its conditional
+        write failed. The SDK resends a write whose answer was lost (a 500 or a timeout after
+        DynamoDB applied it), and the resend fails its condition on the first attempt's own write:
+        that write is ours, and treating it as lost would delete the entry the committed task
+        points at."""
+        stored = self.table.get_item(*key, consistent_read=True).get("Item")
+        if stored is None:
             return False
-        return bool(_canonical(stored.serialize()) == _canonical(item.serialize()))
+        task = {name: stored[name] for name in _TASK_ATTRIBUTES if name in stored}
+        return bool(_canonical(task) == _canonical(values))
 
     def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
         """Write many new pending tasks, each with a fresh queue entry at its `due`, with
@@ -283,6 +327,10 @@ class TaskWrites(QueueStore, RuleStateStore):
 
 _TASK_ATTRIBUTES = tuple(slot.attribute.attr_name for slot in wire.TASKS.slots)
 _VERSION = TaskItem.version.attr_name
+_PAYLOAD = TaskItem.payload.attr_name
+_PAYLOAD_REF = TaskItem.payload_ref.attr_name
+# How long a payload item its task no longer names is kept for readers of the task as it was.
+RETIRED_PAYLOAD_GRACE = timedelta(days=1)
 
 
 def _home(ref: EntryRef) -> bool:

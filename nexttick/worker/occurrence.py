@@ -168,7 +168,11 @@ class OccurrenceRunner:
         # As of the claim (a home item's claim answers with its task; any other entry's task is read
         # right after it): a cancel or change that committed before is honoured (the API answers
         # 202 for a cancel that may have come later).
-        task = claimed.task or self.store.get_task(claimed.task_id)
+        task = (
+            self.store.with_payload(claimed.task)
+            if claimed.task is not None
+            else self.store.get_task(claimed.task_id)
+        )
         self.hook("task-read", claimed)
         if task is None or not live(task, claimed):
             return Done(self._stale(claimed, task, now))

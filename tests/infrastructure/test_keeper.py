@@ -116,6 +116,10 @@ def test_stream_trigger_passes_only_task_and_rule_record_inserts_and_modificatio
                 "NewImage": {"action": {"S": [{"exists": True}]}, "extra_key": {"S": [{"exists": True}]}},
             },
         },
+        {  # a task removed by its TTL whose payload has an item of its own (deleted with it)
+            "eventName": ["REMOVE"],
+            "dynamodb": {"OldImage": {"payload_ref": {"S": [{"exists": True}]}}},
+        },
     ]
     assert (constants.TASK_PK_PREFIX, constants.TASK_SK) == ("T#", "T")
     assert (constants.RULE_STATE_PK, constants.RULE_STATE_SK) == ("RULE", "STATE")
@@ -165,18 +169,21 @@ def test_the_local_stacks_keeper_sees_what_the_deployed_filters_pass(deploy: Syn
             {"token": {"S": "t"}},
         ),
         ("REMOVE", home, None),
+        ("REMOVE", home, {**task_attrs, "payload_ref": {"S": "r"}}),
+        ("REMOVE", {"pk": {"S": "T#a"}, "sk": {"S": "T"}}, {**task_attrs, "payload_ref": {"S": "r"}}),
+        ("REMOVE", {"pk": {"S": "T#a"}, "sk": {"S": "T"}}, task_attrs),
     ]
     seen = []
     for event, item_keys, new_image in cases:
         change: dict[str, Any] = {"Keys": item_keys}
-        if new_image is not None:
-            change["NewImage"] = {**item_keys, **new_image}
+        if new_image is not None:  # a removal's image is the old one
+            change["OldImage" if event == "REMOVE" else "NewImage"] = {**item_keys, **new_image}
         record = {"eventName": event, "dynamodb": change}
         deployed = any(_matches(p, record) for p in patterns)
         # Then both pass the same records
         assert deployed == reaches_keeper(record), (event, item_keys, new_image)
         seen.append(deployed)
-    assert seen == [True, False, False, True, True, False, True, True, False, False]
+    assert seen == [True, False, False, True, True, False, True, True, False, False, True, True, False]
 
 
 def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
@@ -189,6 +196,7 @@ def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
     assert set(by_actions) == {
         ("logs:CreateLogStream", "logs:PutLogEvents"),
         ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+        ("dynamodb:DeleteItem",),
         (
             "dynamodb:DescribeStream",
             "dynamodb:GetRecords",
@@ -202,6 +210,9 @@ def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
     record = by_actions[("dynamodb:GetItem", "dynamodb:UpdateItem")]
     assert record["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
     assert record["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["RULE"]}}
+    payloads = by_actions[("dynamodb:DeleteItem",)]  # a removed task's payload item, in its partition
+    assert payloads["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert payloads["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["T#*"]}}
     stream = by_actions[tuple(sorted(names.STREAM_ACTIONS))]
     assert stream["Resource"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
     assert flatten(by_actions[("events:DescribeRule", "events:PutRule")]["Resource"]).endswith(
