@@ -471,13 +471,14 @@ SHORTFALL: dict[str, str] = {
         "does for large bursts: more invocations (fan-out, below)."
     ),
     "DynamoDB units per one-shot task lifecycle": (
-        "a one-shot task costs 2 writes to create (its queue entry and its item) and 3 to run (the "
-        "claim, the task's outcome with its run kept whole on the item, the entry's delete): 5; a "
-        "worker pass adds a little, its minute of the lateness histogram (shared by the pass's runs). "
-        "Three needs two item writes less per task: a queue entry that carries the task (one item per "
-        "pending occurrence, created with one write, claimed with one conditional write whose answer "
-        "replaces the task read) and the attempt kept on that item at completion (no delete) — a "
-        "change of the data layout, not made yet."
+        "a one-shot task created without a client id is one item, its first queue entry: 1 write to "
+        "create, 2 to run (the claim, whose answer is the task; the outcome with its run, which ends "
+        "the entry): 3.00, and reads are the create's rule-record read and the task's share of the "
+        "pass's page and of the re-arm's re-check. What is over 3 is the run's own writes shared by "
+        "its tasks — the lateness histogram's minute, the rule record's CAS, confirmation and shard "
+        "raise, the create's occasional head lowering — about 8 per 1,000 tasks: at 1,000 per run "
+        "3.008, printed 3.01. Closing it: fewer record writes per run (folding the head raise into "
+        "the CAS) or more tasks per run."
     ),
     "DynamoDB units per one-shot task (sparse": (
         "reads: the worker's wake reads only the task's shard (the rule record's shard heads), its "
@@ -488,13 +489,16 @@ SHORTFALL: dict[str, str] = {
         "shows is needed), and the task's read. Writes: the create's entry, head lowering, task, "
         "record CAS and confirmation; the early wake's CAS, confirmation and wait claim; the run's "
         "claim, task outcome, entry delete and lateness minute; the re-arm's release, "
-        "head raise, CAS and confirmation. Closing it: the one-item layout (create 1 write, claim "
-        "without the task read, completion 1 write), then folding the wait claim and the head raise "
-        "into the record writes the wake makes anyway."
+        "head raise, CAS and confirmation. The one-item layout took the entry write and delete and "
+        "the task read out (create 1 write, claim without the task read, completion 1 write); "
+        "closing the rest: folding the wait claim and the head raise into the record writes the wake "
+        "makes anyway."
     ),
     "cost per million": (
-        "the write units above dominate (5 per task), then Lambda's duration; the figure follows the "
-        "units: 3 write units and less Lambda CPU per fire would bring it to about $1."
+        "DynamoDB is $0.85 of it at 3 write units per task; the rest is the worker Lambda's duration "
+        "in `second` mode (about 70 s of waiting per wake-up at 512 MB, shared by the tasks of a run: "
+        "$0.47). Closing it: less waiting per wake-up (a later early wake, or `minute` mode's short "
+        "wait) or a smaller worker for the wait."
     ),
     "fan-out: a burst": (
         "see the fan-out section: a duplicate or a lost task would be a defect; lost claims come from "
@@ -786,10 +790,12 @@ def _payload_sweep(rows: list[dict[str, Any]] | None) -> str:
     return (
         f"\n**Payload size** (dense, {_n(rows[0]['tasks'])} tasks per worker run; the payload one string "
         "field of that many characters): units per task by what they pay for. The worker runs with a "
-        "pool of one and its occurrence hook's steps split its requests: `claim` is the queue entry's "
-        "conditional UpdateItem; `completion` is the task's GetItem to run it, the task's outcome "
-        "PutItem (its run kept on the item) and the entry's DeleteItem; `other` is the rest of the "
-        "run (the pass's Queries, the lateness histogram, the re-arm), shared by the run's tasks.\n\n"
+        "pool of one and its occurrence hook's steps split its requests: `claim` is the home item's "
+        "conditional UpdateItem (its answer is the task); `completion` is the read of a payload kept "
+        "in its own item (over 256 bytes: written once, at create) and the outcome's UpdateItem (its "
+        "run kept on the item, which ends the entry); `other` is the rest of the run (the pass's "
+        "Queries, the lateness histogram, the re-arm), shared by the run's tasks. A write is billed "
+        "by the larger of the item before and after it.\n\n"
         + _table(
             rows,
             [

@@ -3,10 +3,11 @@
 A lease is a liveness signal, not a time budget: SDK retries, a slow webhook or a Python action
 that cannot be interrupted may take longer than any fixed lease, and a lapsed lease lets a second
 worker deliver the same occurrence concurrently. One thread per pass renews every lease the worker
-holds each third of the lease (a conditional write on the owner): a live worker's claim never
-lapses, a dead worker's lapses within one lease (Lambda stops the renewals with the process at its
-timeout). Renewals cost one write per held entry per beat, only for occurrences that run longer
-than a beat.
+holds each third of the lease (a conditional write on the owner) once it has less than two beats
+left: a live worker's claim never lapses, a dead worker's lapses within one lease (Lambda stops the
+renewals with the process at its timeout). Renewals cost one write per held entry every other beat,
+only for occurrences that run longer than a beat and a half: an occurrence claimed just before a
+beat is not renewed by it.
 """
 
 from __future__ import annotations
@@ -59,15 +60,20 @@ class LeaseKeeper:
         while not stop.wait(self.interval):
             with self._lock:
                 held = list(self._held.values())
+            due = self.clock.now() + 2 * timedelta(seconds=self.interval)
             for entry in held:
-                self._renew(entry)
+                if entry.lease_until is None or entry.lease_until < due:
+                    self._renew(entry)
 
     def _renew(self, entry: QueueEntry) -> None:
+        until = self.clock.now() + self.lease
         try:
-            kept = self.store.extend_lease(entry, self.owner, self.clock.now() + self.lease)
+            kept = self.store.extend_lease(entry, self.owner, until)
         except Exception:  # a throttled write: the next beat tries again, well within the lease
             logger.warning("lease renewal failed", extra={"task_id": entry.task_id}, exc_info=True)
             return
         if not kept:  # completed or cancelled meanwhile (the entry is gone), or lost after a lapse
             logger.info("lease no longer held", extra={"task_id": entry.task_id})
             self.release(entry)
+            return
+        entry.lease_until = until

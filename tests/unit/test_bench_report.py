@@ -262,7 +262,7 @@ def test_headline_verdicts() -> None:
     assert rows["idle local stack CPU (the busier of the two precisions)"] == report.MET
     # And each target not met says why
     missed = report.shortfalls(_results(_detail()))
-    assert any(line.startswith(f"**{dense}**") and "Why: a one-shot task costs" in line for line in missed)
+    assert any(line.startswith(f"**{dense}**") and "Why: a one-shot task created" in line for line in missed)
 
 
 def test_headline_says_not_measured_below_the_target_size() -> None:
