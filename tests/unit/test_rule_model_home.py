@@ -9,20 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from tests.support.rule_models import SOAK, STALE_ENTRY_AGE, NoLowerRuleSync, Plan, Scenario, check, shard_of
+from tests.support.rule_models import SOAK, STALE_ENTRY_AGE, NoLowerRuleSync, Plan, check, shard_of
+from tests.unit.test_rule_model_crashes import LONE_EDITOR
 from tests.unit.test_rule_model_cursors import CREATE_BELOW_THE_RAISED_CURSOR
 
 M = 60
 
 # A lone editor creating a home item, who may die after any step; nothing else happens but the keeper.
-LONE_HOME_EDITOR = Scenario(
-    start=30,
-    plans=(Plan("create_home", 30, "a", 5 * M),),
-    horizon=10 * M,
-    crashes=1,
-    crashable=("editor", "keeper"),
-    keeper=True,
-)
+LONE_HOME_EDITOR = replace(LONE_EDITOR, plans=(Plan("create_home", 30, "a", 5 * M),))
 
 # The worker fired for 09:00 re-arms past `first` (09:00:35) while an editor creates a home item
 # due 09:00:38 in the same shard: the cursor scenario, with the create in one write.
