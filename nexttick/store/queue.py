@@ -81,7 +81,7 @@ class QueueStore(StoreBase):
         for entries no task points at (a crash's leftovers); the write protocol uses it in order."""
         pk = keys.queue_pk(ref.shard, parked=ref.parked)
         try:
-            if not ref.parked and keys.is_home_key(ref.key):
+            if is_home_entry(ref):
                 self._end_home_entry.send(pk, ref.key, token=ref.token)  # the item is its task's too
             else:
                 self._delete_entry.send(pk, ref.key, token=ref.token)
@@ -327,3 +327,8 @@ class QueueStore(StoreBase):
         Scan): what the rule record's shard heads are lower bounds of."""
         fronts = self.shard_fronts(range(self.shards)).values()
         return min((front.head for front in fronts if front.head is not None), default=None)
+
+
+def is_home_entry(ref: EntryRef) -> bool:
+    """Whether an entry is a home item's (ended by removing its attributes, never deleted)."""
+    return not ref.parked and keys.is_home_key(ref.key)

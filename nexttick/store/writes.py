@@ -32,7 +32,7 @@ from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
 from nexttick.store.models import QueueItem, TaskItem
 from nexttick.store.prebuilt import Prebuilt, dispatch
-from nexttick.store.queue import QueueStore
+from nexttick.store.queue import QueueStore, is_home_entry
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus, occurrence_of
 from nexttick.store.rule import RuleStateStore
 
@@ -123,14 +123,13 @@ class TaskWrites(QueueStore, RuleStateStore):
             created_at=record.created_at,
         )
         record.queue_key, record.queue_token = entry.key, entry.token
-        item = {**self._task_attributes(record), **wire.entry_attributes(entry)}
+        values = self._task_attributes(record)
         try:
-            self._put_new.send(pk, sk, item)
+            self._put_new.send(pk, sk, {**values, **wire.entry_attributes(entry)})
         except PutError as exc:
             if not condition_failed(exc):
                 raise
-            stored = self.table.get_item(pk, sk, consistent_read=True).get("Item")
-            if stored is None or _canonical(stored) != _canonical({**item, **_key_of(pk, sk)}):
+            if not self._stored_as_written((pk, sk), values):
                 raise TaskExistsError(record.id) from exc
         after_entry(entry)
 
@@ -177,7 +176,7 @@ class TaskWrites(QueueStore, RuleStateStore):
                 self.discard_entry(new.ref)
             return False
         step("task-replaced")
-        if leaving is not None and not _home(leaving):  # a home entry ended with the task write
+        if leaving is not None and not is_home_entry(leaving):  # a home entry ended with the task write
             self.discard_entry(leaving)
             step("entry-deleted")
         return True
@@ -187,7 +186,7 @@ class TaskWrites(QueueStore, RuleStateStore):
         interrupted one left (its entry delete)."""
         assert record.status != TaskStatus.PENDING, "a pending task's entry is live"
         ref = self.entry_of(record)
-        if ref is not None and not _home(ref):
+        if ref is not None and not is_home_entry(ref):
             self.discard_entry(ref)
 
     def replace_task(self, record: TaskRecord, expected_version: int) -> bool:
@@ -331,10 +330,6 @@ _PAYLOAD = TaskItem.payload.attr_name
 _PAYLOAD_REF = TaskItem.payload_ref.attr_name
 # How long a payload item its task no longer names is kept for readers of the task as it was.
 RETIRED_PAYLOAD_GRACE = timedelta(days=1)
-
-
-def _home(ref: EntryRef) -> bool:
-    return not ref.parked and keys.is_home_key(ref.key)
 
 
 def _key_of(pk: str, sk: str) -> wire.Wire:
