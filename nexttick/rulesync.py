@@ -317,9 +317,8 @@ class RuleSync:
                 for s in range(self.store.shards)
                 if s in touched or not state.knows_head(s) or _due(state, s, now)
             ]
-            starts = dict(state.cursors or {})
-            hinted = {s for s in stale if s in past and _cursor_later(past[s], state.cursor_of(s))}
-            starts.update((s, past[s]) for s in hinted)
+            starts = read_starts(state.cursors, {s: past[s] for s in stale if s in past})
+            hinted = {s for s in stale if starts.get(s) != state.cursor_of(s)}
             fronts = self.store.shard_fronts(stale, starts, now=now) if stale else {}
             raised = {
                 s: front.head
@@ -512,6 +511,14 @@ def head_later(head: datetime | None, than: datetime | None) -> bool:
     if head is None:
         return than is not None
     return than is not None and head > than
+
+
+def read_starts(cursors: Mapping[int, str] | None, past: Mapping[int, str]) -> dict[int, str]:
+    """Where each shard's reads start: its cursor, or the key in `past` (what the reader already
+    took) where that is later."""
+    starts = dict(cursors or {})
+    starts.update((s, key) for s, key in past.items() if _cursor_later(key, starts.get(s)))
+    return starts
 
 
 def _cursor_later(cursor: str | None, than: str | None) -> bool:

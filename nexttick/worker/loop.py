@@ -34,7 +34,7 @@ from typing import Any
 from nexttick import constants
 from nexttick.actions import ActionRegistry
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
-from nexttick.rulesync import Outcome, WaitClaim
+from nexttick.rulesync import Outcome, WaitClaim, read_starts
 from nexttick.runtime import Runtime
 from nexttick.store import RuleState
 from nexttick.worker import drain
@@ -182,9 +182,7 @@ class Worker:
         self._read = due.record
         if not due.shards:
             return PassResult.EMPTY
-        starts = dict(due.record.cursors or {})
-        for shard, resume in self._resume.items():
-            starts[shard] = max(starts.get(shard, resume), resume)
+        starts = read_starts(due.record.cursors, self._resume)
         left: dict[int, str] = {}  # per shard, the first entry this pass did not take
         taken: dict[int, str] = {}  # per shard, the last entry it took
         with self.leases.renewing():
