@@ -87,6 +87,7 @@ class LocalOptions:
     jitter: bool = True  # NEXTTICK_EMULATOR_JITTER=0: fire at second 0, no delivery delay
     max_delivery_delay: float = 5.0  # NEXTTICK_EMULATOR_MAX_DELAY (uniform 0..max when jitter is on)
     worker_timeout: int | None = None  # NEXTTICK_WORKER_TIMEOUT; default: the deployed function's
+    stop_grace: float = 5.0  # NEXTTICK_STOP_GRACE: seconds a stop waits for deliveries in flight
     concurrency: int | None = None  # NEXTTICK_LOCAL_CONCURRENCY; default: the worker's reserved concurrency
     region: str = "us-east-1"  # AWS_REGION
     log_format: str = "human"  # NEXTTICK_LOG_FORMAT: human | json
@@ -105,6 +106,7 @@ class LocalOptions:
             jitter=env.get("NEXTTICK_EMULATOR_JITTER", "1").strip().lower() not in ("0", "false", "no"),
             max_delivery_delay=_float(env, "NEXTTICK_EMULATOR_MAX_DELAY", 5.0),
             worker_timeout=_int(env, "NEXTTICK_WORKER_TIMEOUT", 0) or None,
+            stop_grace=_float(env, "NEXTTICK_STOP_GRACE", 5.0),
             concurrency=_int(env, "NEXTTICK_LOCAL_CONCURRENCY", 0) or None,
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             log_format=env.get("NEXTTICK_LOG_FORMAT", "").strip().lower() or "human",
@@ -127,6 +129,8 @@ class LocalOptions:
             )
         if options.max_delivery_delay < 0 or (options.concurrency is not None and options.concurrency < 1):
             raise SystemExit("error: delivery delay must be >= 0 and concurrency >= 1")
+        if options.stop_grace < 0:
+            raise SystemExit("error: NEXTTICK_STOP_GRACE / --stop-grace must be >= 0 seconds")
         return options
 
 

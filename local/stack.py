@@ -38,8 +38,6 @@ from nexttick.runtime import Runtime
 
 logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
 
-SHUTDOWN_GRACE_SECONDS = 5.0
-
 
 def _mark_snapshot_request(request: Any, **_: Any) -> None:
     request.headers[FROZEN_PASS_HEADER] = "1"
@@ -251,10 +249,10 @@ class LocalStack:
             self.endpoint.stop()
         if self.worker is not None:
             self.phase = (
-                f"waiting up to {SHUTDOWN_GRACE_SECONDS:.0f} s for worker invocations that are delivering "
+                f"waiting up to {self.options.stop_grace:g} s for worker invocations that are delivering "
                 "tasks (running now: {running}, of which sleeping: {sleeping})"
             )
-            if not self.worker.stop(SHUTDOWN_GRACE_SECONDS, resumable=self.clock.sleeping):
+            if not self.worker.stop(self.options.stop_grace, resumable=self.clock.sleeping):
                 logger.warning(
                     "worker invocations still delivering at shutdown are abandoned (as at a Lambda "
                     "timeout); their occurrences run again after the claim lease"

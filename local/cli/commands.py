@@ -328,6 +328,7 @@ def cmd_local(args: argparse.Namespace, target: Target, out: Output) -> int:
         jitter=False if args.no_jitter else None,
         max_delivery_delay=args.max_delivery_delay,
         worker_timeout=args.worker_timeout,
+        stop_grace=args.stop_grace,
         log_format=args.log_format,
         metrics=args.metrics,
     )

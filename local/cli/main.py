@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-delivery-delay", type=float, help="seconds, uniform 0..max (default 5)")
     p.add_argument("--worker-timeout", type=int, help="worker timeout in seconds (default: the deployed one)")
     p.add_argument(
+        "--stop-grace", type=float, help="seconds Ctrl-C waits for deliveries in flight (default 5)"
+    )
+    p.add_argument(
         "--log-format",
         metavar="{human,json}",
         help="human: one line per event (default); json: the handlers' Powertools JSON, as in Lambda",

@@ -41,7 +41,11 @@ pytestmark = [pytest.mark.xdist_group("local-startup-e2e"), pytest.mark.slow]
 START_SECONDS = 300.0  # the first start may synthesize the CDK app's template
 REFUSAL_SECONDS = 30.0  # a refused start exits within this (a refused start once hung on shutdown)
 STOP_SECONDS = 60.0
-SLEEPING_STOP_SECONDS = 3.0  # Ctrl-C with only a sleeping worker (before e055862: ~6.5 s)
+# Ctrl-C with only a sleeping worker, under a stop grace far above any stop's own work, so waiting
+# for the sleeper (the defect before e055862) cannot pass for a slow machine: ~1 s idle, 4.3 s seen
+# on a busy 2-core CI runner.
+SLEEPING_STOP_GRACE = 120.0
+SLEEPING_STOP_SECONDS = 30.0
 ON_TIME_SECONDS = 2.0  # lateness of a delivery after a restart (before e055862: up to ~70 s)
 DUE_AFTER_RESTART = 30.0  # seconds: beyond a stop and a start, inside the worker's wait horizon
 SLOW_ANSWER_SECONDS = 4.0  # the slow webhook receiver holds each delivery this long
@@ -314,7 +318,13 @@ def test_ctrl_c_does_not_wait_for_a_sleeping_worker_and_the_restart_delivers_on_
     receiver = Receiver()
     try:
         # Given a task due shortly, which the worker waits for inside its invocation (sleeping)
-        stack = stacks("--port", "0", actions={"hook": {"type": "webhook", "url": receiver.url}})
+        stack = stacks(
+            "--port",
+            "0",
+            "--stop-grace",
+            f"{SLEEPING_STOP_GRACE:g}",
+            actions={"hook": {"type": "webhook", "url": receiver.url}},
+        )
         stack.start()
         created = stack.post({"action": "hook", "delay_seconds": DUE_AFTER_RESTART, "id": "after-restart"})
         due = parse_time(created["due"])

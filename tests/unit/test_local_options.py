@@ -23,6 +23,14 @@ def test_flags_win_over_the_environment() -> None:
 def test_bad_numbers_are_refused_by_name() -> None:
     with pytest.raises(SystemExit, match="NEXTTICK_PORT"):
         LocalOptions.from_env({"NEXTTICK_PORT": "eighty"})
+    with pytest.raises(SystemExit, match="NEXTTICK_STOP_GRACE"):
+        LocalOptions.from_env({"NEXTTICK_STOP_GRACE": "-1"})
+
+
+def test_the_stop_grace_comes_from_the_environment_or_the_flag() -> None:
+    assert LocalOptions.from_env({}).stop_grace == 5.0
+    assert LocalOptions.from_env({"NEXTTICK_STOP_GRACE": "30"}).stop_grace == 30.0
+    assert LocalOptions.from_env({"NEXTTICK_STOP_GRACE": "30"}, stop_grace=0.5).stop_grace == 0.5
 
 
 def test_handlers_get_the_functions_environment_then_the_users_then_the_emulators() -> None:
