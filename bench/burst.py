@@ -68,7 +68,7 @@ ONE_INVOCATION: dict[str, Any] = {"max_invocations": 1}
 
 def _load(runtime: Runtime, count: int) -> None:
     now = datetime.now(UTC)
-    bulk_load(runtime.store, count, now - timedelta(seconds=1), timedelta(0), "burst", action="io50")
+    bulk_load(runtime.store, count, now - timedelta(seconds=1), timedelta(0), None, action="io50")
 
 
 def _drain(runtime: Runtime, count: int) -> float:

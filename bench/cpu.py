@@ -37,14 +37,12 @@ from local.lambdas import LambdaContext
 from nexttick.actions import build_registry
 from nexttick.aws import make_client
 from nexttick.config import DEFAULT_POOL_SIZE
-from nexttick.constants import PARTITION_KEY, SORT_KEY, TASK_SK
+from nexttick.constants import PARTITION_KEY, SORT_KEY
 from nexttick.runtime import Runtime
-from nexttick.store import keys
 
 SHARDS = 16
 TIMEOUT_SECONDS = 900.0
 FLOOR_REPEATS = 300
-PREFIX = "cpu"
 EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
 
 
@@ -81,7 +79,7 @@ def worker_cpu(tasks: int, pool_size: int) -> dict[str, Any]:
             NEXTTICK_ACTIONS_CONFIG=json.dumps(ACTIONS),
         )
         worker_handler.use(runtime, build_registry(runtime.settings.action_definitions(), runtime.settings))
-        bulk_load(runtime.store, tasks, datetime.now(UTC) - timedelta(seconds=1), timedelta(0), PREFIX)
+        ids = bulk_load(runtime.store, tasks, datetime.now(UTC) - timedelta(seconds=1), timedelta(0), None)
         requests = RequestClock(runtime.store.models.task._get_connection().connection.client)
         with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
             began = time.process_time()
@@ -92,7 +90,7 @@ def worker_cpu(tasks: int, pool_size: int) -> dict[str, Any]:
         fired = result.get("succeeded", 0)
         assert fired == tasks, result
         cpu, calls = dict(requests.cpu), Counter(requests.calls)  # before the floor's own requests
-        floor = client_floor(runtime)
+        floor = client_floor(runtime, ids[0])
     in_requests = sum(cpu.values())
     return {
         "tasks": tasks,
@@ -107,14 +105,14 @@ def worker_cpu(tasks: int, pool_size: int) -> dict[str, Any]:
     }
 
 
-def client_floor(runtime: Runtime) -> dict[str, float]:
+def client_floor(runtime: Runtime, task_id: str) -> dict[str, float]:
     """CPU ms (median) of one GetItem of a task, single-threaded, same item: a stock botocore client
     (what any client pays), the store's client (the light path, nexttick/store/client.py) and the
     store's `get_task` (PynamoDB's model and the record mapping on top)."""
-    task_id = f"{PREFIX}{0:07d}"
     light: Any = runtime.store.models.task._get_connection().connection.client  # typed without its API
     stock: Any = make_client("dynamodb", runtime.settings)
-    key = {PARTITION_KEY: {"S": keys.task_pk(task_id)}, SORT_KEY: {"S": TASK_SK}}
+    pk, sk = runtime.store.task_key(task_id)
+    key = {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
     table = runtime.settings.table_name
 
     def through(client: Any) -> Callable[[], None]:

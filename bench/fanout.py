@@ -95,7 +95,7 @@ def drain(tasks: int, invocations: int, pool_size: int = POOL_SIZE) -> dict[str,
             )
             now = datetime.now(UTC)
             loading = time.perf_counter()
-            bulk_load(runtime.store, tasks, now - timedelta(seconds=1), timedelta(0), "fan", action="io50")
+            bulk_load(runtime.store, tasks, now - timedelta(seconds=1), timedelta(0), None, action="io50")
             load_s = time.perf_counter() - loading
             return _measure(settings, url, fires, tasks, invocations, pool_size) | {
                 "load_s": round(load_s, 1)

@@ -19,6 +19,7 @@ from nexttick.config import NextTickSettings
 from nexttick.runtime import Runtime
 from nexttick.schedules import ScheduleKind
 from nexttick.store import TaskStore
+from nexttick.store.keys import new_home_id
 from nexttick.store.records import TaskRecord, TaskStatus
 
 ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "target": "bench.actions:io_50ms"}}
@@ -90,18 +91,29 @@ def pending_once(
 
 
 def bulk_load(
-    store: TaskStore, count: int, start: datetime, spread: timedelta, prefix: str, action: str = "log"
-) -> None:
-    """Load `count` pending one-shot tasks due between `start` and `start + spread` (the backlog)."""
-    store.bulk_insert(list(_backlog(count, start, spread, prefix, action)), start)
+    store: TaskStore,
+    count: int,
+    start: datetime,
+    spread: timedelta,
+    prefix: str | None,
+    action: str = "log",
+) -> list[str]:
+    """Load `count` pending one-shot tasks due between `start` and `start + spread` (the backlog):
+    under generated ids (one home item each, as the API creates a task without a client id), or
+    with a `prefix` under client ids `<prefix><n>` (a task item and an entry each). Their ids."""
+    records = list(_backlog(count, start, spread, prefix, action))
+    store.bulk_insert(records, start)
+    return [record.id for record in records]
 
 
 def _backlog(
-    count: int, start: datetime, spread: timedelta, prefix: str, action: str
+    count: int, start: datetime, spread: timedelta, prefix: str | None, action: str
 ) -> Iterator[TaskRecord]:
     step = spread / max(count, 1)
     for i in range(count):
-        yield pending_once(f"{prefix}{i:07d}", start + step * i, start, action=action, payload={"n": i})
+        due = start + step * i
+        task_id = new_home_id(due) if prefix is None else f"{prefix}{i:07d}"
+        yield pending_once(task_id, due, start, action=action, payload={"n": i})
 
 
 def direct_load(runtime: Runtime, count: int, start: datetime, spread: timedelta, prefix: str) -> None:
@@ -110,4 +122,4 @@ def direct_load(runtime: Runtime, count: int, start: datetime, spread: timedelta
     of a million loads in a bench's time. Only under `emulated_aws`."""
     records = _backlog(count, start, spread, prefix, action="log")
     state = EmulatedState(runtime.settings.region, runtime.settings.table_name, runtime.settings.rule_name)
-    state.put(item.serialize() for pair in runtime.store.new_items(records, start) for item in pair)
+    state.put(item for _, items in runtime.store.new_items(records, start) for item in items)

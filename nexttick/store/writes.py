@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from pynamodb.constants import PUT_ITEM, UPDATE_ITEM
 from pynamodb.exceptions import PutError, UpdateError
@@ -30,7 +30,7 @@ from nexttick.constants import INLINE_PAYLOAD_BYTES
 from nexttick.store import keys, wire
 from nexttick.store.base import condition_failed
 from nexttick.store.mapping import queue_item, task_item, task_record
-from nexttick.store.models import QueueItem, TaskItem
+from nexttick.store.models import TaskItem
 from nexttick.store.prebuilt import Prebuilt, dispatch
 from nexttick.store.queue import QueueStore, is_home_entry
 from nexttick.store.records import EntryRef, Occurrence, QueueEntry, TaskRecord, TaskStatus, occurrence_of
@@ -107,8 +107,23 @@ class TaskWrites(QueueStore, RuleStateStore):
 
     def _create_home(self, record: TaskRecord, after_entry: EntryHook) -> None:
         """One conditional put of the home item: the task, pointing at itself, and its first entry."""
+        entry = self._home_entry(record)
+        pk = keys.queue_pk(entry.shard)
+        values = self._task_attributes(record)
+        try:
+            self._put_new.send(pk, entry.key, {**values, **wire.entry_attributes(entry)})
+        except PutError as exc:
+            if not condition_failed(exc):
+                raise
+            if not self._stored_as_written((pk, entry.key), values):
+                raise TaskExistsError(record.id) from exc
+        after_entry(entry)
+
+    def _home_entry(self, record: TaskRecord) -> QueueEntry:
+        """The first entry of a task with a generated id, which its id names (sets the record's
+        queue pointer to it)."""
         assert record.due is not None and not record.queue_parked
-        pk, sk = self.task_key(record.id)
+        sk = keys.home_sort_key(record.id)
         run_at = keys.split_queue_sort_key(sk)[0]
         assert occurrence_of(record, record.due) == Occurrence(run_at, record.due), (
             "a home id names its first run"
@@ -123,15 +138,7 @@ class TaskWrites(QueueStore, RuleStateStore):
             created_at=record.created_at,
         )
         record.queue_key, record.queue_token = entry.key, entry.token
-        values = self._task_attributes(record)
-        try:
-            self._put_new.send(pk, sk, {**values, **wire.entry_attributes(entry)})
-        except PutError as exc:
-            if not condition_failed(exc):
-                raise
-            if not self._stored_as_written((pk, sk), values):
-                raise TaskExistsError(record.id) from exc
-        after_entry(entry)
+        return entry
 
     @functools.cached_property
     def _put_new(self) -> Prebuilt:
@@ -295,17 +302,16 @@ class TaskWrites(QueueStore, RuleStateStore):
         return bool(_canonical(task) == _canonical(values))
 
     def bulk_insert(self, records: list[TaskRecord], created_at: datetime) -> None:
-        """Write many new pending tasks, each with a fresh queue entry at its `due`, with
+        """Write many new pending tasks, each with its first queue entry at its `due`, with
         BatchWriteItem, unconditionally (loading a backlog for benchmarks and tests; never where an
         id could already exist), then lower each shard's recorded head and cursor to its earliest new
         entry. Sets each record's queue pointer."""
         earliest: dict[int, str] = {}  # by shard: the earliest new entry's key
-        with self.models.queue.batch_write() as entries, self.models.task.batch_write() as tasks:
-            for entry, task in self.new_items(records, created_at):
-                entries.save(entry)
-                tasks.save(task)
-                shard = keys.shard_of(task.task_id, self.shards)
-                earliest[shard] = min(entry.sk, earliest.get(shard, entry.sk))
+        with self.models.task.batch_write() as batch:
+            for entry, items in self.new_items(records, created_at):
+                for item in items:
+                    batch.save(cast(TaskItem, _Serialized(item)))
+                earliest[entry.shard] = min(entry.key, earliest.get(entry.shard, entry.key))
         for shard, key in earliest.items():
             # Two writes: either value may already be at or before the entry.
             self.lower_shard(shard, keys.split_queue_sort_key(key)[0], None)
@@ -313,15 +319,36 @@ class TaskWrites(QueueStore, RuleStateStore):
 
     def new_items(
         self, records: Iterable[TaskRecord], created_at: datetime
-    ) -> Iterator[tuple[QueueItem, TaskItem]]:
-        """Each new pending task's fresh queue entry and task item, as `bulk_insert` writes them
-        (a benchmark loads them into its emulator directly). Sets each record's queue pointer."""
+    ) -> Iterator[tuple[QueueEntry, tuple[wire.Wire, ...]]]:
+        """Each new pending task's first entry and the items that hold it, in the wire format, as
+        `bulk_insert` writes them (a benchmark loads them into its emulator directly): the home item
+        of a generated id, else the entry's item and the task's. Payloads stay inline. Sets each
+        record's queue pointer."""
         for record in records:
             assert record.due is not None, "a pending task needs a due time"
-            assert not keys.is_home_id(record.id), "a backlog is loaded under client-style ids"
+            if keys.is_home_id(record.id):
+                entry = self._home_entry(record)
+                key = {
+                    TaskItem.pk.attr_name: {"S": keys.queue_pk(entry.shard)},
+                    TaskItem.sk.attr_name: {"S": entry.key},
+                }
+                yield entry, ({**key, **wire.TASKS.encode(record), **wire.entry_attributes(entry)},)
+                continue
             entry = self._new_entry(record.id, occurrence_of(record, record.due), created_at)
             record.queue_key, record.queue_token = entry.key, entry.token
-            yield queue_item(self.models.queue, entry), task_item(self.models.task, record)
+            items = (queue_item(self.models.queue, entry), task_item(self.models.task, record))
+            yield entry, tuple(item.serialize() for item in items)
+
+
+class _Serialized:
+    """An item already in the wire format, in a PynamoDB batch write (which asks each item for its
+    `serialize()`)."""
+
+    def __init__(self, item: wire.Wire) -> None:
+        self._item = item
+
+    def serialize(self) -> wire.Wire:
+        return self._item
 
 
 _TASK_ATTRIBUTES = tuple(slot.attribute.attr_name for slot in wire.TASKS.slots)

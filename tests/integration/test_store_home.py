@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bench.harness import pending_once
 from nexttick.config import NextTickSettings
 from nexttick.store import keys
 from tests.support.oplog import OperationLog
@@ -113,6 +114,36 @@ def test_a_client_id_keeps_the_two_item_layout_and_is_read_in_one_request(env: W
     log.reset()
     assert env.editor.get("invoice-42").id == task.id
     assert [p["Key"]["pk"]["S"] for p in log.ops("dynamodb", "GetItem")][:1] == ["T#invoice-42"]
+
+
+def test_a_bulk_load_of_generated_ids_writes_one_item_per_task_and_each_runs_once(env: WorkerEnv) -> None:
+    store = env.runtime.store
+    log = OperationLog.attach(env.runtime)
+    # Given a backlog loaded in bulk, half under generated ids and half under client ids
+    due = env.now() + timedelta(minutes=1)
+    records = [
+        pending_once(keys.new_home_id(due) if i % 2 else f"client-{i}", due, env.now(), action="record")
+        for i in range(40)
+    ]
+    store.bulk_insert(records, env.now())
+    # Then a generated id is one home item (written as such), a client id a task item and an entry
+    table = env.runtime.settings.table_name
+    batches = [p["RequestItems"][table] for p in log.ops("dynamodb", "BatchWriteItem")]
+    written = Counter(request["PutRequest"]["Item"]["pk"]["S"][:2] for batch in batches for request in batch)
+    assert written == {"Q#": 40, "T#": 20}
+    for record in records:
+        read = store.get_task(record.id)
+        assert read is not None and read.queue_key == record.queue_key, record.id
+        [entry] = env.entries_of(record.id)
+        home = keys.is_home_id(record.id)
+        assert entry.key == (keys.home_sort_key(record.id) if home else record.queue_key)
+        assert keys.task_key(record.id, store.shards)[0].startswith("Q#" if home else "T#")
+    # When the worker runs them (the shards' heads were lowered for them)
+    env.travel_to(due + timedelta(seconds=1))
+    env.run(remaining_seconds=60)
+    # Then each ran once and the queue holds no entry of any
+    assert all(len(RECORDER.calls[record.id]) == 1 for record in records)
+    assert all(env.entries_of(record.id) == [] for record in records)
 
 
 def test_a_burst_reads_its_finished_home_items_a_bounded_number_of_times(env: WorkerEnv) -> None:
