@@ -190,6 +190,37 @@ def _sort_key_bounds(keys: list[str], comparison: str | None, values: list[str])
     raise MockValidationException(f"Unsupported key condition: {comparison}")
 
 
+# An update that only sets and removes whole attributes named by placeholders (what the store's
+# hand-built writes send, e.g. a home item's completion: ~40 clauses). Applied here directly: moto's
+# parser and validator take ~10 ms of CPU for those under the one lock, so the stand-in, not the
+# worker, would be what a burst measures.
+_PLAIN_UPDATE = re.compile(
+    r"SET (?P<set>#\w+ = :\w+(?:, #\w+ = :\w+)*)" r"(?: REMOVE (?P<remove>#\w+(?:, #\w+)*))?"
+)
+
+
+def _apply_plain_update(
+    expression: str, names: Mapping[str, str], values: Mapping[str, Any], item: Item, key_names: list[str]
+) -> bool:
+    """Apply `expression` to `item` if it is a plain SET/REMOVE of whole attributes; False (nothing
+    done) for anything else, which moto's executor then handles, errors included."""
+    match = _PLAIN_UPDATE.fullmatch(expression)
+    if match is None:
+        return False
+    sets = [clause.split(" = ") for clause in match["set"].split(", ")]
+    removes = match["remove"].split(", ") if match["remove"] else []
+    placeholders = [name for name, _ in sets] + removes
+    if any(name not in names or names[name] in key_names for name in placeholders):
+        return False
+    if any(value not in values for _, value in sets) or len(set(placeholders)) < len(placeholders):
+        return False
+    for name, value in sets:
+        item.attrs[names[name]] = DynamoType(values[value])
+    for name in removes:
+        item.attrs.pop(names[name], None)
+    return True
+
+
 def _json(item: Item) -> Json:
     return dict(item.to_json()["Attributes"])
 
@@ -296,8 +327,10 @@ class DynamoBackend:
         self._check(request, old)
         new = copy.deepcopy(old) if old is not None else table.new_item(dict(request["Key"]))
         expression = request.get("UpdateExpression")
-        if expression:
-            names = request.get("ExpressionAttributeNames") or {}
+        names = request.get("ExpressionAttributeNames") or {}
+        if expression and not _apply_plain_update(
+            expression, names, request.get("ExpressionAttributeValues") or {}, new, table.table_key_attrs
+        ):
             validated = UpdateExpressionValidator(
                 UpdateExpressionParser.make(expression),
                 expression_attribute_names=names,
