@@ -80,6 +80,11 @@ SOAK_SECONDS ?= 600
 soak: $(STAMP) ## soak test for SOAK_SECONDS (default 600) under crashes and faults; figures to docs/reliability.md
 	$(PY) -m tests.soak --seconds $(SOAK_SECONDS) --write-docs
 
+# The model checker with its long scenarios (tests/support/rule_models.py, NEXTTICK_MODEL_SOAK=1).
+.PHONY: model-soak
+model-soak: $(STAMP) ## the model checker with the scenarios too large for make test (about 12 minutes on two cores)
+	NEXTTICK_MODEL_SOAK=1 $(VENV)/bin/pytest -n 2 tests/unit/test_rule_model_*.py tests/unit/test_rule_sync_exhaustive.py
+
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache
 

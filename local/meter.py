@@ -66,13 +66,18 @@ class DynamoMeter:
         client.meta.events.register("before-parameter-build.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after_call)
 
-    def _seen(self, item: dict[str, Any]) -> int:
-        """The item's size, remembered by key for the writes that follow it."""
+    def _seen(self, item: dict[str, Any], *, projected: bool = False) -> int:
+        """The item's size, remembered by key for the writes that follow it. `projected`: only some
+        of its attributes were returned (a ProjectionExpression), and DynamoDB bills the whole item:
+        its size when last seen whole, if larger."""
         size = item_size(item)
         key = _key_of(item)
         if key is not None:
             with self._lock:
-                self._sizes[key] = size
+                if projected:
+                    size = max(size, self._sizes.get(key, 0))
+                else:
+                    self._sizes[key] = size
         return size
 
     def reset(self) -> None:
@@ -109,13 +114,14 @@ class DynamoMeter:
         factor = 1.0 if consistent else 0.5
         read = 0
         rru = wru = 0.0
+        projected = "ProjectionExpression" in request
         if name in ("Query", "Scan"):
             read = int(parsed.get("ScannedCount", parsed.get("Count", 0)))
-            size = sum(self._seen(i) for i in parsed.get("Items", []))
+            size = sum(self._seen(i, projected=projected) for i in parsed.get("Items", []))
             rru = max(1, math.ceil(size / 4096)) * factor
         elif name == "GetItem":
             read = 1 if parsed.get("Item") else 0
-            rru = max(1, math.ceil(self._seen(parsed.get("Item", {})) / 4096)) * factor
+            rru = max(1, math.ceil(self._seen(parsed.get("Item", {}), projected=projected) / 4096)) * factor
         elif name == "BatchGetItem":
             items = [i for items in parsed.get("Responses", {}).values() for i in items]
             read = len(items)
@@ -130,10 +136,11 @@ class DynamoMeter:
         elif name == "BatchWriteItem":
             for requests in request.get("RequestItems", {}).values():
                 for req in requests:
-                    body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get(
-                        "Key", {}
-                    )
-                    wru += max(1, math.ceil(item_size(body) / 1024))
+                    if "PutRequest" in req:
+                        size = self._seen(req["PutRequest"]["Item"])
+                    else:
+                        size = item_size(req.get("DeleteRequest", {}).get("Key", {}))
+                    wru += max(1, math.ceil(size / 1024))
         with self._lock:
             self.calls[name] += 1
             self.items_read[name] += read

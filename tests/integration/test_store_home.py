@@ -5,6 +5,7 @@ the task moves on."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.harness import pending_once
+from local.meter import DynamoMeter, item_size
 from nexttick.config import NextTickSettings
 from nexttick.store import keys
 from tests.support.oplog import OperationLog
@@ -144,6 +146,32 @@ def test_a_bulk_load_of_generated_ids_writes_one_item_per_task_and_each_runs_onc
     # Then each ran once and the queue holds no entry of any
     assert all(len(RECORDER.calls[record.id]) == 1 for record in records)
     assert all(env.entries_of(record.id) == [] for record in records)
+
+
+def test_a_shard_read_answers_with_entries_only_and_is_billed_the_whole_items(env: WorkerEnv) -> None:
+    store = env.runtime.store
+    # Given home items in one shard, each carrying its task (and a payload of some size), written
+    # under the meter (which learns an item's size from the writes it sees, as the bench's does)
+    meter = DynamoMeter(store)
+    due = env.now() + timedelta(minutes=1)
+    tasks = [env.editor.schedule_at("record", due, {"pad": "x" * 200}) for _ in range(40)]
+    shard = keys.shard_of(tasks[0].id, store.shards)
+    whole = [i for i in store.table.query(keys.queue_pk(shard), consistent_read=True)["Items"]]
+    assert len(whole) >= 5 and all("action" in item for item in whole)
+    answered: list[dict[str, Any]] = []
+    client = store.models.task._get_connection().connection.client
+    client.meta.events.register(
+        "after-call.dynamodb.Query", lambda *, parsed, **_: answered.extend(parsed.get("Items", []))
+    )
+    meter.reset()
+    # When the shard is read as a pass reads it
+    entries = list(store.shard_entries(shard))
+    # Then the answer holds the entries' attributes, not their tasks
+    assert [e.task_id for e in entries] == [item["task_id"]["S"] for item in whole]
+    assert answered and all("action" not in item and "payload" not in item for item in answered)
+    # And the read is billed what the whole items cost (DynamoDB bills them before the projection)
+    assert meter.read_units["Query"] == math.ceil(sum(item_size(item) for item in whole) / 4096)
+    assert meter.read_units["Query"] > math.ceil(sum(item_size(item) for item in answered) / 4096)
 
 
 def test_a_burst_reads_its_finished_home_items_a_bounded_number_of_times(env: WorkerEnv) -> None:
