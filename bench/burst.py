@@ -20,15 +20,13 @@ starts (after imports, client set-up and one warm-up read): the peak is reset ju
 (Linux /proc/self/clear_refs) and read after it (VmHWM), so the imports' own transient peak (~100 MB
 of RSS) cannot hide the run's growth. At both burst sizes, with the reported pool size.
 
-What bounds the speed-up under the model: the worker process's CPU, not the pool. Each task costs
-~7 ms of CPU under the one GIL (measured on this 2-core machine, py-spy --gil over a 1,000-task
-pooled run): about two thirds in the DynamoDB client stack for its four requests (claim UpdateItem,
-task GetItem, task PutItem, entry DeleteItem: botocore ~50% — HTTP machinery, event hooks, SigV4 —
-and PynamoDB's (de)serialisation ~17%), ~15% mapping items to records (half of it
-`typing.get_type_hints` on every read), ~7% Powertools metrics. So a pool drains at most ~140
-tasks/s whatever its size, while a sequential task takes 50 ms + 22 ms of modelled round trips +
-its CPU: ~11x at best in one process (one Lambda invocation of 1 vCPU is no better: HTTPS only
-adds client CPU). More needs less CPU per task or more invocations (fan-out).
+What bounds the speed-up under the model: CPU on this machine's two cores, shared by the worker and
+the stand-in. With the one-item layout a fire is two requests (the claim, whose answer is the task,
+and the completion) and about 5 ms of worker CPU (bench/cpu.py); in a 500-task pooled run the worker
+process used 2.9 s of CPU in 6.3 s while the stand-in used 4.8 s (HTTP handling and moto's condition
+and expression evaluation per request, under its one lock). A sequential task takes 50 ms + 12 ms of
+modelled round trips + its CPU. More needs a lighter stand-in, less CPU per fire, or more
+invocations (fan-out).
 """
 
 from __future__ import annotations

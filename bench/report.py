@@ -461,14 +461,14 @@ def _local_rows(results: dict[str, Any]) -> list[Row]:
 # For each headline row that can fall short: why it does (measured causes), and what would close it.
 SHORTFALL: dict[str, str] = {
     "burst: 1,000 tasks": (
-        "one worker process is bound by its own CPU, not by waiting: about 5 to 6 ms of CPU per task "
-        "on this machine (cpu section: four DynamoDB requests at about 1 ms each through the store's "
-        "light client — 2.5 ms each through stock botocore — and 2 ms for the rest: the record "
-        "mapping, the loop, Powertools logging and metrics), with the stand-in on the same two cores; "
-        "32 threads overlap the round trips until the GIL is saturated at roughly 130 tasks/s, about "
-        "11x the ~86 ms a task takes alone. Closing it: fewer requests per fire (the one-item layout: "
-        "a claim and a completion, two instead of four) and less CPU around them, or what the design "
-        "does for large bursts: more invocations (fan-out, below)."
+        "the worker is no longer what bounds it: a fire costs about 5 ms of worker CPU on this machine "
+        "(cpu section: two DynamoDB requests — the claim, whose answer is the task, and the completion "
+        "— at about 1.1 ms each through the store's light client, the rest the loop, the record "
+        "mapping, Powertools logging and metrics), and in a 500-task pooled run the worker process "
+        "used 2.9 s of CPU in 6.3 s while the stand-in, on the same two cores, used 4.8 s (its HTTP "
+        "handling and moto's condition and expression evaluation for every request under its one "
+        "lock). Closing it: a lighter stand-in (the figure is then the worker's again), less CPU per "
+        "fire, or what the design does for large bursts: more invocations (fan-out, below)."
     ),
     "DynamoDB units per one-shot task lifecycle": (
         "a one-shot task created without a client id is one item, its first queue entry: 1 write to "
@@ -511,12 +511,12 @@ SHORTFALL: dict[str, str] = {
         "(each invocation waiting on I/O) shows how the fan-out scales while CPU is free."
     ),
     "fan-out: fires per second": (
-        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire (about 6 to "
-        "7 ms with the pool of 32) one invocation fires about 40 tasks per second; 1,000 fires/s "
-        "needs more invocations (`max_invocations` and reserved concurrency), more memory per "
-        "invocation (its CPU share: 8 invocations of 1,769 MB are projected at about 900), or less "
-        "CPU per fire (fewer requests per fire: the one-item layout). The projection table lists the "
-        "figure for each."
+        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire (about 5 ms "
+        "in the cpu section, 7 to 8 ms in the fan-out's sandbox processes with the pool of 32) one "
+        "invocation fires about 40 tasks per second; 1,000 fires/s needs more invocations "
+        "(`max_invocations` and reserved concurrency), more memory per invocation (its CPU share: 8 "
+        "invocations of 1,769 MB are projected at about 830), or less CPU per fire. The projection "
+        "table lists the figure for each."
     ),
     "API list page": (
         "a page reads the same items whatever the backlog (one round of 16 Queries, about 50 queue "

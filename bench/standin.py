@@ -225,10 +225,13 @@ def _json(item: Item) -> Json:
     return dict(item.to_json()["Attributes"])
 
 
-def _project(item: Item, request: Json) -> Json:
-    paths = ProjectionExpressionParser(
-        request.get("ProjectionExpression"), request.get("ExpressionAttributeNames")
-    ).parse()
+def _projection(request: Json) -> list[list[str]]:
+    """The request's ProjectionExpression as paths (none: whole items), parsed once per request."""
+    expression, names = request.get("ProjectionExpression"), request.get("ExpressionAttributeNames")
+    return list(ProjectionExpressionParser(expression, names).parse() or [])
+
+
+def _project(item: Item, paths: list[list[str]]) -> Json:
     return _json(item.project(paths) if paths else item)
 
 
@@ -310,7 +313,7 @@ class DynamoBackend:
     def get_item(self, request: Json) -> Json:
         table = self.table(request["TableName"])
         item = table.get(*table.key_of(request["Key"]))
-        return {} if item is None else {"Item": _project(item, request)}
+        return {} if item is None else {"Item": _project(item, _projection(request))}
 
     def put_item(self, request: Json) -> Json:
         table = self.table(request["TableName"])
@@ -414,7 +417,8 @@ class DynamoBackend:
         if request.get("FilterExpression"):
             condition = get_filter_expression(request["FilterExpression"], names, values)
             items = [item for item in items if condition.expr(item)]
-        result.update(Items=[_project(item, request) for item in items], Count=len(items))
+        paths = _projection(request)
+        result.update(Items=[_project(item, paths) for item in items], Count=len(items))
         if limit is not None and page and len(page) == limit:
             result["LastEvaluatedKey"] = table.key_json(pk, page[-1])
         return result
@@ -427,7 +431,8 @@ class DynamoBackend:
         for name, spec in wanted.items():
             table = self.table(name)
             found = (table.get(*table.key_of(key)) for key in spec["Keys"])
-            responses[name] = [_project(item, spec) for item in found if item is not None]
+            paths = _projection(spec)
+            responses[name] = [_project(item, paths) for item in found if item is not None]
         return {"Responses": responses, "UnprocessedKeys": {}}
 
     def batch_write_item(self, request: Json) -> Json:
