@@ -328,10 +328,7 @@ class TaskWrites(QueueStore, RuleStateStore):
             assert record.due is not None, "a pending task needs a due time"
             if keys.is_home_id(record.id):
                 entry = self._home_entry(record)
-                key = {
-                    TaskItem.pk.attr_name: {"S": keys.queue_pk(entry.shard)},
-                    TaskItem.sk.attr_name: {"S": entry.key},
-                }
+                key = _key_of(keys.queue_pk(entry.shard), entry.key)
                 yield entry, ({**key, **wire.TASKS.encode(record), **wire.entry_attributes(entry)},)
                 continue
             entry = self._new_entry(record.id, occurrence_of(record, record.due), created_at)
