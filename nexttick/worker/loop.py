@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextvars
 import random
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -36,7 +36,7 @@ from nexttick.actions import ActionRegistry
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
 from nexttick.rulesync import Outcome, WaitClaim, read_starts
 from nexttick.runtime import Runtime
-from nexttick.store import RuleState
+from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
 from nexttick.worker.lease import LeaseKeeper
 from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, RunResult, no_hook
@@ -185,6 +185,10 @@ class Worker:
         starts = read_starts(due.record.cursors, self._resume)
         left: dict[int, str] = {}  # per shard, the first entry this pass did not take
         taken: dict[int, str] = {}  # per shard, the last entry it took
+        # Per shard, the first entry it took that is still unfinished (abandoned, deferred, another
+        # invocation's): no later read may start past it.
+        kept: dict[int, str] = {}
+        entries: dict[Future[Done], QueueEntry] = {}
         with self.leases.renewing():
             for entry in self.store.merged_entries(
                 up_to=now + self.prepare,
@@ -203,7 +207,7 @@ class Worker:
                         break  # the next pass reads only this invocation's group
                 while len(in_flight) >= pool_size:
                     done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                    self._collect(done)
+                    self._collect(done, entries, kept)
                 if self.remaining() < self.margin or drain.stopping():
                     self.sharing.release_probe(entry.shard)
                     left.setdefault(entry.shard, entry.key)
@@ -211,12 +215,15 @@ class Worker:
                     break  # out of time, or the process is stopping: finish what is held
                 self.touched.add(entry.shard)
                 # The invocation's log context (function, request id) follows the occurrence into the pool.
-                in_flight.add(pool.submit(contextvars.copy_context().run, self.runner.process, entry))
+                future = pool.submit(contextvars.copy_context().run, self.runner.process, entry)
+                in_flight.add(future)
+                entries[future] = entry
                 taken[entry.shard] = entry.key
                 submitted += 1
-            self._collect(wait(in_flight).done)
+            self._collect(wait(in_flight).done, entries, kept)
         for shard, key in taken.items():
-            self._resume[shard] = left.get(shard, key + "\x00")  # "\x00": just after `key`
+            # "\x00": just after `key`
+            self._resume[shard] = min(left.get(shard, key + "\x00"), kept.get(shard, key + "\x00"))
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
         self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
@@ -229,9 +236,15 @@ class Worker:
             return PassResult.EMPTY
         return PassResult.FULL if full else PassResult.DRAINED
 
-    def _collect(self, done: set[Future[Done]]) -> None:
+    def _collect(
+        self, done: set[Future[Done]], entries: Mapping[Future[Done], QueueEntry], kept: dict[int, str]
+    ) -> None:
+        """Count the finished occurrences; note in `kept` each shard's first entry left unfinished."""
         for future in done:
             outcome = future.result()  # a BaseException (crash) propagates and ends the run
+            if not outcome.result.ended:
+                entry = entries[future]
+                kept[entry.shard] = min(kept.get(entry.shard, entry.key), entry.key)
             self.report.results[outcome.result] += 1
             if outcome.result.ran:
                 self._counts[constants.METRIC_RUNS] += 1

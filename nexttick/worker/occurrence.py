@@ -65,6 +65,13 @@ class RunResult(StrEnum):
     def ran(self) -> bool:
         return self in (RunResult.SUCCEEDED, RunResult.FAILED, RunResult.RETRYING)
 
+    @property
+    def ended(self) -> bool:
+        """The entry is finished: a later read of its shard may start past it. Otherwise it stays
+        in the queue, leased or hidden, and runs again, with no task write (nothing on the stream)
+        to lead a worker back to it."""
+        return self not in (RunResult.CONTENDED, RunResult.YIELDED, RunResult.DEFERRED, RunResult.ERROR)
+
 
 @dataclass(frozen=True)
 class Done:

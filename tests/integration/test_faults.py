@@ -56,6 +56,7 @@ EDITOR_KINDS = [
 # The SDK absorbs a single failed attempt without the worker noticing: left out of the longer sweep.
 WORKER_KINDS = [Kind.THROTTLE, Kind.SERVER_ERROR, Kind.SLOW, Kind.TIMEOUT, Kind.CRASH]
 MAX_CALLS = 120
+ABANDON_SWEEP_CALLS = 45
 
 
 class Worlds:
@@ -319,9 +320,9 @@ def test_a_throttled_attempt_is_retried_by_the_sdk_and_the_request_succeeds(fres
     assert report.figures["deliveries"] == 1
 
 
-def run_worker_case(world: World, client: Container, kind: Kind, index: int, label: str) -> tuple[int, Case]:
-    """Tasks due by now and a recurring one; the invocation that runs them meets `kind` at its
-    index-th call; recovery; the invariants. Returns the calls that invocation made."""
+def run_worker_case(world: World, client: Container, plan: Plan, label: str) -> tuple[int, Case]:
+    """Tasks due by now and a recurring one; the invocation that runs them meets the faults of
+    `plan`; recovery; the invariants. Returns the calls that invocation made."""
     ledger = Ledger()
     # Given two one-shot tasks due by now and a task every 150 s, first due 50 s from now
     editor = clean(client)
@@ -332,12 +333,12 @@ def run_worker_case(world: World, client: Container, kind: Kind, index: int, lab
     ledger.create(f"{label}-c", "every", "record")
     editor.create(TaskSpec(action="record", every="150s", id=f"{label}-c"))
     world.clock.advance_to(now + 100 * S)
-    # When the worker invocation that runs them meets the fault at its index-th AWS call
-    world.script_next("worker", Script.at(index, kind))
+    # When the worker invocation that runs them meets the plan's faults
+    world.script_next("worker", plan)
     first = len(world.lambda_.results)
     world.settle()
     faulty = world.lambda_.results[first]
-    where = f"{kind.value} at call {index} of {faulty.calls} -> {faulty.outcome} {faulty.error or ''}"
+    where = f"{plan} in {faulty.calls} -> {faulty.outcome} {faulty.error or ''}"
     # Then, once Lambda's retries and the keeper are done, the rule covers what is pending
     rest = check(world, ledger, final=False)
     # And after another interval (then a clean cancel of the recurring task) all ran as asked
@@ -356,12 +357,45 @@ def run_worker_case(world: World, client: Container, kind: Kind, index: int, lab
 def test_a_worker_run_meeting_a_fault_at_any_call_loses_nothing(world: World, kind: Kind) -> None:
     client = world.container("editor", f"worker-client-{kind.value}")
     for index in range(1, MAX_CALLS):
-        made, case = run_worker_case(world, client, kind, index, f"worker-{kind.value}-{index}")
+        made, case = run_worker_case(world, client, Script.at(index, kind), f"worker-{kind.value}-{index}")
         assert case.report.ok, f"{case.where}\n{case.report.summary()}"
         if made < index:
             assert index > 20, f"a worker run that ran three tasks made only {made} calls"
             return  # it needs fewer calls: every call was covered
     pytest.fail(f"the worker run never ran out of calls in {MAX_CALLS}")
+
+
+@dataclass
+class AbandonThenCrash:
+    """The first PutItem (the first occurrence's completion) fails, so that occurrence is abandoned
+    and stays leased; the invocation dies right after call `crash_at`."""
+
+    crash_at: int
+    failed: bool = False
+
+    def fault_for(self, index: int, operation: str) -> Fault | None:
+        if operation == "dynamodb.PutItem" and not self.failed:
+            self.failed = True
+            return Fault(Kind.SERVER_ERROR, 15.0)
+        return None
+
+    def crash_after(self, index: int, operation: str) -> bool:
+        return index == self.crash_at
+
+
+@pytest.mark.slow
+def test_a_worker_run_that_abandons_an_occurrence_and_dies_after_any_later_call_loses_nothing(
+    world: World,
+) -> None:
+    # An abandoned occurrence is written to its entry alone (no task write, so nothing on the
+    # stream for the keeper): only the queue's cursors and heads lead a later worker back to it.
+    # The sweep ends after the run's first two passes and re-arms; past them the run only waits for
+    # the abandoned lease to end, polling with passes and re-arms like those.
+    client = world.container("editor", "abandon-client")
+    for index in range(1, ABANDON_SWEEP_CALLS + 1):
+        made, case = run_worker_case(world, client, AbandonThenCrash(index), f"abandon-{index}")
+        assert case.report.ok, f"{case.where}\n{case.report.summary()}"
+        assert made >= index, f"the run made only {made} calls: the sweep ends later than it"
 
 
 # ------------------------------------------------------------------------------------------ known bug
@@ -377,7 +411,9 @@ def test_a_request_whose_applied_write_lost_its_answer_loses_nothing(
 def test_a_worker_run_whose_applied_write_lost_its_answer_loses_nothing(fresh_world: World) -> None:
     client = fresh_world.container("editor", "client")
     for index in range(1, MAX_CALLS):
-        made, case = run_worker_case(fresh_world, client, Kind.LOST_RESPONSE, index, f"lost-{index}")
+        made, case = run_worker_case(
+            fresh_world, client, Script.at(index, Kind.LOST_RESPONSE), f"lost-{index}"
+        )
         assert case.report.ok, f"{case.where}\n{case.report.summary()}"
         if made < index:
             return

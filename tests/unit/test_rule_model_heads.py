@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.support.rule_models import (
+    HintPastUnfinishedWorker,
     NoHeadRecheckRuleSync,
     NoLowerRuleSync,
     Plan,
@@ -93,4 +94,33 @@ def test_the_search_catches_a_raise_past_a_leased_entry() -> None:
     result = check(replace(LEASE_HOLDER_DIES, protocol=RaisePastLeaseRuleSync))
     # Then the entry of the dead holder becomes claimable below the recorded head, and nothing reads it
     assert result.violations, "a head raised past a lease must strand the entry when its holder dies"
+    assert result.violations[0][0].startswith(("late: first", "lost", "stalled")), result.first()
+
+
+# Two invocations pass over `first` just after its instant: one claims it and may die holding the lease; the
+# other's claim fails, and its re-arm may die right after raising the shard's head and cursor.
+# Lambda retries both a minute later.
+CONTENDED_CLAIM_THEN_BOTH_DIE = Scenario(
+    start=100,
+    armed=0,
+    fired=True,
+    queued=(("first", 95),),
+    plans=(Plan("fired", 100), Plan("invoked", 100)),
+    horizon=6 * M,
+    crashes=2,
+    crashable=("fired@100", "invoked@100"),
+)
+
+
+def test_a_raise_never_passes_an_entry_whose_claim_failed() -> None:
+    result = check(CONTENDED_CLAIM_THEN_BOTH_DIE)
+    assert result.states > 100, "the search must actually branch"
+    assert result.violations == [], result.first()
+
+
+def test_the_search_catches_a_pass_that_reads_on_past_an_entry_another_holds() -> None:
+    # Given passes whose re-arm's first read starts past an entry whose claim failed (the defect)
+    result = check(replace(CONTENDED_CLAIM_THEN_BOTH_DIE, worker=HintPastUnfinishedWorker))
+    # Then when the holder and the raiser both die, the entry is below every later read of its shard
+    assert result.violations, "a raise past another's lease must strand the entry when both die"
     assert result.violations[0][0].startswith(("late: first", "lost", "stalled")), result.first()
