@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextvars
 import random
 from collections import Counter, defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -237,13 +237,15 @@ class Worker:
         return PassResult.FULL if full else PassResult.DRAINED
 
     def _collect(
-        self, done: set[Future[Done]], entries: Mapping[Future[Done], QueueEntry], kept: dict[int, str]
+        self, done: set[Future[Done]], entries: dict[Future[Done], QueueEntry], kept: dict[int, str]
     ) -> None:
-        """Count the finished occurrences; note in `kept` each shard's first entry left unfinished."""
+        """Count the finished occurrences; note in `kept` each shard's first entry left unfinished.
+        `entries` (the occurrences in flight) forgets each one collected: a pass's memory stays
+        bounded by the pool, not the burst."""
         for future in done:
             outcome = future.result()  # a BaseException (crash) propagates and ends the run
+            entry = entries.pop(future)
             if not outcome.result.ended:
-                entry = entries[future]
                 kept[entry.shard] = min(kept.get(entry.shard, entry.key), entry.key)
             self.report.results[outcome.result] += 1
             if outcome.result.ran:
