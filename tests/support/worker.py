@@ -26,19 +26,27 @@ ACTIONS: dict[str, dict[str, Any]] = {
 
 
 class TravelClock:
-    """Time from time-machine; `sleep` moves the traveller instead of waiting."""
+    """Time from time-machine; `sleep` moves the traveller instead of waiting: to the sleeper's wake
+    time, unless another sleeper already moved it past that (threads sleeping at once share one
+    clock, so their sleeps overlap rather than add up)."""
 
     def __init__(self, traveller: time_machine.Traveller) -> None:
         self.traveller = traveller
         self.slept: list[float] = []
+        self._lock = threading.Lock()
 
     def now(self) -> datetime:
         return datetime.now(UTC)
 
     def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
-        if seconds > 0:
-            self.traveller.shift(timedelta(seconds=seconds))
+        if seconds <= 0:
+            return
+        wake = self.now() + timedelta(seconds=seconds)
+        with self._lock:
+            behind = wake - self.now()
+            if behind > timedelta(0):
+                self.traveller.shift(behind)
 
 
 @dataclass
