@@ -183,12 +183,11 @@ class Worker:
         if not due.shards:
             return PassResult.EMPTY
         starts = read_starts(due.record.cursors, self._resume)
-        left: dict[int, str] = {}  # per shard, the first entry this pass did not take
+        # Per shard, the first entry no later read may start past: one this pass did not take, or
+        # one it took and left unfinished (abandoned, deferred, another invocation's).
+        left: dict[int, str] = {}
         taken: dict[int, str] = {}  # per shard, the last entry it took
-        # Per shard, the first entry it took that is still unfinished (abandoned, deferred, another
-        # invocation's): no later read may start past it.
-        kept: dict[int, str] = {}
-        entries: dict[Future[Done], QueueEntry] = {}
+        entries: dict[Future[Done], QueueEntry] = {}  # the occurrences in flight
         with self.leases.renewing():
             for entry in self.store.merged_entries(
                 up_to=now + self.prepare,
@@ -197,20 +196,20 @@ class Worker:
                 cursors=starts,
             ):
                 if not self.sharing.takes(entry, now):
-                    left.setdefault(entry.shard, entry.key)
+                    _stop_at(left, entry)
                     continue  # leased elsewhere (its lease end is part of the head), or not ours now
                 if len(in_flight) >= pool_size:
                     full = self.sharing.in_burst = True
                     if self.sharing.fan_out():
                         self.sharing.release_probe(entry.shard)
-                        left.setdefault(entry.shard, entry.key)
+                        _stop_at(left, entry)
                         break  # the next pass reads only this invocation's group
                 while len(in_flight) >= pool_size:
                     done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                    self._collect(done, entries, kept)
+                    self._collect(done, entries, left)
                 if self.remaining() < self.margin or drain.stopping():
                     self.sharing.release_probe(entry.shard)
-                    left.setdefault(entry.shard, entry.key)
+                    _stop_at(left, entry)
                     full = True
                     break  # out of time, or the process is stopping: finish what is held
                 self.touched.add(entry.shard)
@@ -220,10 +219,9 @@ class Worker:
                 entries[future] = entry
                 taken[entry.shard] = entry.key
                 submitted += 1
-            self._collect(wait(in_flight).done, entries, kept)
+            self._collect(wait(in_flight).done, entries, left)
         for shard, key in taken.items():
-            # "\x00": just after `key`
-            self._resume[shard] = min(left.get(shard, key + "\x00"), kept.get(shard, key + "\x00"))
+            self._resume[shard] = left.get(shard, key + "\x00")  # "\x00": just after `key`
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
         self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
@@ -237,16 +235,15 @@ class Worker:
         return PassResult.FULL if full else PassResult.DRAINED
 
     def _collect(
-        self, done: set[Future[Done]], entries: dict[Future[Done], QueueEntry], kept: dict[int, str]
+        self, done: set[Future[Done]], entries: dict[Future[Done], QueueEntry], left: dict[int, str]
     ) -> None:
-        """Count the finished occurrences; note in `kept` each shard's first entry left unfinished.
-        `entries` (the occurrences in flight) forgets each one collected: a pass's memory stays
-        bounded by the pool, not the burst."""
+        """Count the finished occurrences; note in `left` each entry left unfinished. `entries`
+        forgets each one collected: a pass's memory stays bounded by the pool, not the burst."""
         for future in done:
             outcome = future.result()  # a BaseException (crash) propagates and ends the run
             entry = entries.pop(future)
             if not outcome.result.ended:
-                kept[entry.shard] = min(kept.get(entry.shard, entry.key), entry.key)
+                _stop_at(left, entry)
             self.report.results[outcome.result] += 1
             if outcome.result.ran:
                 self._counts[constants.METRIC_RUNS] += 1
@@ -290,3 +287,8 @@ class Worker:
             self.report.results["helpers"] = self.sharing.helpers_started
         logger.info("worker run finished", extra={"report": self.report.to_dict(), "reason": reason})
         return self.report
+
+
+def _stop_at(left: dict[int, str], entry: QueueEntry) -> None:
+    """Keep in `left` the earliest entry of its shard that no later read may start past."""
+    left[entry.shard] = min(left.get(entry.shard, entry.key), entry.key)
