@@ -19,11 +19,11 @@ import inspect
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from moto import backends
 from moto.core.serialize import TimestampSerializer
-from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import RESULT_SIZE_LIMIT, StreamRecord, Table
 from moto.dynamodb.responses import DynamoResult
 from moto.dynamodbstreams.models import ShardIterator
@@ -38,7 +38,8 @@ _moto_streams_serialized = DynamoDBStreamsHandler.serialized
 
 # sha256 of each function's source as moto 5.2.5 ships it: `Table.query` is replaced for base-table
 # queries; `put_item`, `get_item` and `delete_item` are how moto changes a partition, which
-# SortedPartition keeps in order; `execute_result` and `list_of_moto_modules` are replaced outright;
+# SortedPartition keeps in order; `Item.project` is answered for top-level names by a copy built as
+# `Item.__deepcopy__` builds one; `execute_result` and `list_of_moto_modules` are replaced outright;
 # the three stream functions make the GetRecords answer that is answered in plain JSON, with its
 # times converted by moto's own `_timestamp_unixtimestamp`.
 PATCHED: dict[str, tuple[Callable[..., Any], str]] = {
@@ -57,6 +58,14 @@ PATCHED: dict[str, tuple[Callable[..., Any], str]] = {
     "moto.dynamodb.models.table.Table.delete_item": (
         Table.delete_item,
         "1594f7b07616c8cb8cdf0fbf58d6f54eeac83f25d7ac7b14e832a08e10efd8f9",
+    ),
+    "moto.dynamodb.models.dynamo_type.Item.project": (
+        Item.project,
+        "f411e6d8b56886f45f401edc20c2fd6d4e671136d9cf7ff21c434479b1e84a79",
+    ),
+    "moto.dynamodb.models.dynamo_type.Item.__deepcopy__": (
+        Item.__deepcopy__,
+        "7621d16ad7ce49d93f1da0ff2a799ec0ca57b34d30249ef65bc2557c2acc5168",
     ),
     "moto.dynamodb.responses.DynamoResult.execute_result": (
         _moto_execute_result,
@@ -214,12 +223,33 @@ def _sorted_query(
         if results and len(results) == limit and beyond:
             last_evaluated_key = table._get_last_evaluated_key(results[-1], None)
     scanned = len(results)
-    results = copy.deepcopy(results)
-    if filter_expression is not None:
+    if filter_expression is not None:  # a condition reads the item and never changes it
         results = [item for item in results if filter_expression.expr(item)]
+    if projection_expressions and all(map(_top_level, projection_expressions)):
+        return [_projected(item, projection_expressions) for item in results], scanned, last_evaluated_key
+    results = copy.deepcopy(results)
     if projection_expressions:
         results = [item.project(projection_expressions) for item in results]
     return results, scanned, last_evaluated_key
+
+
+def _top_level(path: list[str]) -> bool:
+    """A projection path that names one top-level attribute (no nesting, no list index)."""
+    return len(path) == 1 and "[" not in path[0]
+
+
+def _projected(item: Item, paths: list[list[str]]) -> Item:
+    """A copy of `item` holding only the top-level attributes `paths` name, as stored: what
+    moto's `Item.project` answers for such paths, without its round trip of the whole item through
+    plain JSON once per path (most of a queue read's time when the items carry payloads)."""
+    attrs = LimitedSizeDict.__new__(LimitedSizeDict)  # as Item.__deepcopy__ builds one: no size re-check
+    dict.__init__(attrs)
+    for (name,) in paths:
+        if name in item.attrs:
+            dict.__setitem__(attrs, name, copy.deepcopy(item.attrs[name]))
+    projected = cast(Item, Item.__new__(Item))
+    projected.hash_key, projected.range_key, projected.attrs = item.hash_key, item.range_key, attrs
+    return projected
 
 
 class _Partition:
@@ -277,9 +307,12 @@ def query_sorted_partitions() -> None:
     one partition and walking them from the first, whatever the Limit: the local stack's queue
     shards hold thousands of entries, and a page of 20 cost a sort of all of them (0.69 s per
     `GET /tasks` page at 1e5 pending). Here a partition keeps its keys sorted (SortedPartition), a
-    Query bisects to its first key and stops at its Limit. Index queries, tables without a sort key
-    and key conditions it cannot bound go to moto's own code, over the queried partition only.
-    Idempotent."""
+    Query bisects to its first key and stops at its Limit. A projection of top-level names copies
+    those attributes only, where moto copies the whole item and then converts it to plain JSON and
+    back once per name (about 1 ms per queue entry read; side by side, a list page at 1e5 pending
+    took 102 ms with moto's projection and 78 ms with this one). Index queries, tables without a
+    sort key and key conditions it cannot bound go to moto's own code, over the queried partition
+    only. Idempotent."""
     Table.query = _query  # type: ignore[method-assign]
 
 
