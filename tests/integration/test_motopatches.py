@@ -91,6 +91,8 @@ def _query_request(rng: random.Random, table: str, kind: str) -> dict[str, Any]:
         request["ExpressionAttributeValues"][":n"] = {"N": str(rng.randint(0, 9))}
     if rng.random() < 0.4:
         request["ProjectionExpression"] = rng.choice(PROJECTIONS)
+        if "#n" in request["ProjectionExpression"]:
+            request["ExpressionAttributeNames"] = {"#n": "n"}
     return request
 
 
@@ -104,8 +106,6 @@ def _value(value: dict[str, str]) -> Any:
 
 def _pages(client: Any, request: dict[str, Any]) -> list[dict[str, Any]]:
     pages: list[dict[str, Any]] = []
-    if "#n" in request.get("ProjectionExpression", ""):
-        request = {**request, "ExpressionAttributeNames": {"#n": "n"}}
     while True:
         page = client.query(**request)
         page["Items"] = [_sets_sorted(item) for item in page["Items"]]
