@@ -6,7 +6,7 @@ shape-walking serialiser and parser (its parameters and answers already are Dyna
 endpoint ruleset (the same URL every time), a generic request object to sign and urllib3 to send.
 `lighten` has the client send GetItem, PutItem, UpdateItem, DeleteItem, Query, BatchGetItem and
 BatchWriteItem itself: `json` for the body and the answer, the endpoint resolved once, SigV4 and
-`http.client` (nexttick.store.transport). Everything that decides behaviour stays botocore's and
+a plain HTTP/1.1 exchange (nexttick.store.transport). Everything that decides behaviour stays botocore's and
 runs as it does for any call: the events around the call (`provide-client-params`,
 `before-parameter-build`, `before-call`, `before-send`, `needs-retry`, `after-call`, so in-process
 moto, fault injection and test hooks see every request), the retry policy and its quota, error parsing and the

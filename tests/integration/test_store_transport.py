@@ -3,15 +3,20 @@ fails and retries as botocore's own path does, operation by operation.
 
 Two botocore clients of one session, one of them lightened, send the same requests to two tables of
 one DynamoDB: in-process moto (answered through botocore's `before-send` event) and moto's server
-over HTTP (the light path's own `http.client` exchange). Their answers must be equal but for what
+over HTTP (the light path's own HTTP exchange). Their answers must be equal but for what
 differs per request (the request id, the date). Failures come from a scripted HTTP server: the same
-script played to each client must end the same way after the same number of attempts."""
+script played to each client must end the same way after the same number of attempts. The HTTP
+exchange itself must read a set of raw answers (chunked, read-to-close, HTTP/1.0, 1xx first) as
+`http.client` reads them, and fail on a broken one as a closed connection."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
+import re
 import select
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +35,7 @@ from botocore.exceptions import (
 )
 
 from nexttick.store.client import LIGHT_OPERATIONS, LightCalls, lighten
+from nexttick.store.transport import Connections
 from tests.integration.test_motopatches_answers import _requests
 from tests.support.aws import create_keyed_table
 from tests.support.local import moto_server
@@ -289,3 +295,132 @@ def test_a_client_without_credentials_fails_as_botocore_fails_it(aws_credentials
             client._request_signer._credentials = None  # what a session that found none holds
         assert [_outcome(client) for client in clients] == [(NoCredentialsError.__name__, -1)] * 2
         assert server.requests == 0
+
+
+# ---------------------------------------------------------------- the HTTP exchange, against http.client
+class RawAnswers:
+    """A server that reads one request (head and Content-Length body) and writes the next raw answer
+    of `answers` as given, then waits for the next request on the same connection; "close" in place
+    of an answer closes it (after the answer before it, without reading another request). Records
+    each request as received."""
+
+    def __init__(self, answers: list[bytes | str]) -> None:
+        self.answers = list(answers)
+        self.received: list[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while self.answers:
+            conn, _ = self.listener.accept()
+            reader = conn.makefile("rb")
+            with conn, reader:
+                while self.answers:
+                    head = b""
+                    while not head.endswith(b"\r\n\r\n"):
+                        line = reader.readline()
+                        if not line:
+                            break
+                        head += line
+                    if not head:
+                        break
+                    length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))  # type: ignore[union-attr]
+                    self.received.append(head + reader.read(length))
+                    answer = self.answers.pop(0)
+                    if answer == "close":
+                        break
+                    assert isinstance(answer, bytes)
+                    conn.sendall(answer)
+                    if self.answers and self.answers[0] == "close":  # closed right after this answer
+                        self.answers.pop(0)
+                        break
+                    if b"connection: close" in answer.lower() or b"http/1.0" in answer[:9].lower():
+                        break
+
+
+def _through_http_client(answer: bytes) -> tuple[int, dict[str, str], bytes, bool]:
+    server = RawAnswers([answer])
+    _, _, port = server.url.rpartition(":")
+    connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=5)
+    connection.request("POST", "/", b"{}", {"X-Amz-Target": "t"})
+    response = connection.getresponse()
+    body = response.read()
+    headers = {name.lower(): value for name, value in response.getheaders()}
+    connection.close()
+    return response.status, headers, body, not response.will_close
+
+
+def _through_connections(answer: bytes) -> tuple[int, dict[str, str], bytes, bool]:
+    server = RawAnswers([answer])
+    connections = Connections(server.url, connect_timeout=2, read_timeout=5, max_idle=1)
+    status, headers, body = connections.post([("X-Amz-Target", "t")], b"{}")
+    kept = bool(connections._idle)
+    connections.close()
+    return status, headers, body, kept
+
+
+JSON_HEAD = b"Content-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: r1\r\n"
+ANSWERS = {
+    "length": b"HTTP/1.1 200 OK\r\n" + JSON_HEAD + b'Content-Length: 8\r\n\r\n{"a": 1}',
+    "no-reason": b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\n{}",
+    "chunked": b"HTTP/1.1 200 OK\r\n" + JSON_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+    b'3;ext=1\r\n{"a\r\n5\r\n": 1}\r\n0\r\nX-Trailer: t\r\n\r\n',
+    "to-close": b"HTTP/1.1 200 OK\r\n" + JSON_HEAD + b'Connection: close\r\n\r\n{"a": 2}',
+    "close-with-length": b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
+    "http-1.0": b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+    "http-1.0-keep-alive": b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}",
+    "continue-first": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+    "no-content": b"HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n",
+    "folded-case": b"HTTP/1.1 503 Slow Down\r\nCONTENT-length: 2\r\nX-Amzn-RequestId:  r2 \r\n\r\n{}",
+}
+
+
+@pytest.mark.parametrize("answer", list(ANSWERS.values()), ids=list(ANSWERS))
+def test_an_answer_reads_as_http_client_reads_it(answer: bytes) -> None:
+    assert _through_connections(answer) == _through_http_client(answer)
+
+
+def test_a_request_is_one_message_with_its_headers_host_and_length() -> None:
+    server = RawAnswers([ANSWERS["length"], ANSWERS["length"]])
+    connections = Connections(server.url, connect_timeout=2, read_timeout=5, max_idle=1)
+    for body in (b'{"x": 1}', b"{}"):
+        assert connections.post([("X-Amz-Target", "t"), ("User-Agent", b"ua/1")], body)[0] == 200
+    connections.close()
+    host = server.url.removeprefix("http://")
+    assert server.received == [
+        f"POST / HTTP/1.1\r\nHost: {host}\r\nX-Amz-Target: t\r\nUser-Agent: ua/1\r\n".encode()
+        + b"Accept-Encoding: identity\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        for body in (b'{"x": 1}', b"{}")
+    ], "both requests on the one kept-alive connection"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}",  # shorter than it says, then closed
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{}",  # a chunk cut short
+        b"SMTP ready\r\n\r\n",  # not HTTP
+        b"HTTP/1.1 200 OK\r\nX-A: 1\r\n  2\r\nContent-Length: 2\r\n\r\n{}",  # a folded header line
+        "close",  # no answer at all
+    ],
+    ids=["short-body", "short-chunk", "not-http", "folded", "closed"],
+)
+def test_a_broken_answer_is_a_closed_connection(answer: bytes | str) -> None:
+    server = RawAnswers([answer, "close"] if answer != "close" else [answer])
+    connections = Connections(server.url, connect_timeout=2, read_timeout=2, max_idle=1)
+    with pytest.raises(ConnectionClosedError):
+        connections.post([("X-Amz-Target", "t")], b"{}")
+    assert connections._idle == []
+
+
+def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:
+    server = RawAnswers([ANSWERS["length"]])
+    connections = Connections(server.url, connect_timeout=2, read_timeout=2, max_idle=1)
+    for headers in ([("X-A", "a\r\nX-B: b")], [("X-A\r\nX-B", "b")]):
+        with pytest.raises(ValueError, match="invalid header"):
+            connections.post(headers, b"{}")
+    assert server.received == []
