@@ -4,9 +4,11 @@ needs no code here (tests/unit/test_store_mapping.py holds the two in step)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, Field, fields, is_dataclass
 from datetime import datetime
 from enum import Enum
@@ -69,15 +71,24 @@ def _read(cls: type[T], source: Any, stored_as: dict[str, str]) -> T:
 
 
 def field_value(hint: Any, value: Any, field: Field[Any]) -> Any:
-    if value is None:
-        return None if field.default is MISSING else field.default
+    return field_converter(hint, field)(value)
+
+
+@functools.cache
+def field_converter(hint: Any, field: Field[Any]) -> Callable[[Any], Any]:
+    """A stored value -> the value of a field of type `hint` (its default for None), with the type
+    resolved once per field: the wire codec converts every field of every item it reads."""
+    default = None if field.default is MISSING else field.default
     if isinstance(hint, types.UnionType):  # `X | None`: the fields have one type besides None
         (hint,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
+    convert: Callable[[Any], Any] | None = None
     if is_dataclass(hint):
-        return _read(hint, value, {})  # type: ignore[arg-type]
-    if hint in (int, float) or (isinstance(hint, type) and issubclass(hint, Enum)):
-        return hint(value)
-    return value
+        convert = functools.partial(_read, hint, stored_as={})  # type: ignore[arg-type]
+    elif hint in (int, float) or (isinstance(hint, type) and issubclass(hint, Enum)):
+        convert = hint
+    if convert is None:
+        return lambda value: default if value is None else value
+    return lambda value: default if value is None else convert(value)
 
 
 def queue_item(model: type[QueueItem], entry: QueueEntry) -> QueueItem:

@@ -21,7 +21,7 @@ from pynamodb.constants import NULL
 from pynamodb.exceptions import AttributeNullError
 
 from nexttick.store import keys
-from nexttick.store.mapping import STORED_AS, field_hints, field_value
+from nexttick.store.mapping import STORED_AS, field_converter, field_hints
 from nexttick.store.models import LastRunAttribute, QueueItem, RunItem, TaskItem
 from nexttick.store.records import LastRun, QueueEntry, RunRecord, TaskRecord
 from nexttick.timeutil import from_epoch
@@ -68,11 +68,12 @@ class Codec(Generic[R]):
                 return nested.encode(value)
             return attribute.serialize(value.value if isinstance(value, Enum) else value)
 
-        def decode(value: Any) -> Any:
-            plain = nested.decode(value) if nested is not None else attribute.deserialize(value)
-            return field_value(hint, plain, field)
+        convert = field_converter(hint, field)
 
-        return _Slot(field.name, attribute, encode, decode, field_value(hint, attribute.default, field))
+        def decode(value: Any) -> Any:
+            return convert(nested.decode(value) if nested is not None else attribute.deserialize(value))
+
+        return _Slot(field.name, attribute, encode, decode, convert(attribute.default))
 
     def encode(self, record: R) -> Wire:
         """The record's attributes as the model serialises them (a None value is left out)."""
