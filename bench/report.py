@@ -461,9 +461,9 @@ def _local_rows(results: dict[str, Any]) -> list[Row]:
 # For each headline row that can fall short: why it does (measured causes), and what would close it.
 SHORTFALL: dict[str, str] = {
     "burst: 1,000 tasks": (
-        "the worker is no longer what bounds it: a fire costs about 5 ms of worker CPU on this machine "
+        "the worker is no longer what bounds it: a fire costs about 4.3 ms of worker CPU on this machine "
         "(cpu section: two DynamoDB requests — the claim, whose answer is the task, and the completion "
-        "— at about 1.1 ms each through the store's light client, the rest the loop, the record "
+        "— at about 0.9 ms each through the store's light client, the rest the loop, the record "
         "mapping, Powertools logging and metrics), and in a 500-task pooled run the worker process "
         "used 2.9 s of CPU in 6.3 s while the stand-in, on the same two cores, used 4.8 s (its HTTP "
         "handling and moto's condition and expression evaluation for every request under its one "
@@ -511,11 +511,12 @@ SHORTFALL: dict[str, str] = {
         "(each invocation waiting on I/O) shows how the fan-out scales while CPU is free."
     ),
     "fan-out: fires per second": (
-        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire (about 5 ms "
-        "in the cpu section, 7 to 8 ms in the fan-out's sandbox processes with the pool of 32) one "
-        "invocation fires about 40 tasks per second; 1,000 fires/s needs more invocations "
-        "(`max_invocations` and reserved concurrency), more memory per invocation (its CPU share: 8 "
-        "invocations of 1,769 MB are projected at about 830), or less CPU per fire. The projection "
+        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire (about 4.3 ms "
+        "in the cpu section, 4.1 to 5.7 ms in the fan-out's sandbox processes with the pool of 32, the "
+        "most when 4 share 2 cores) one invocation fires about 50 tasks per second; 1,000 fires/s "
+        "needs more invocations (`max_invocations` and reserved concurrency), more memory per "
+        "invocation (its CPU share: 8 "
+        "invocations of 1,769 MB are projected at about 890), or less CPU per fire. The projection "
         "table lists the figure for each."
     ),
     "API list page": (
