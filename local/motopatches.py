@@ -225,20 +225,21 @@ def _sorted_query(
     scanned = len(results)
     if filter_expression is not None:  # a condition reads the item and never changes it
         results = [item for item in results if filter_expression.expr(item)]
-    if projection_expressions and all(map(_top_level, projection_expressions)):
-        return [_projected(item, projection_expressions) for item in results], scanned, last_evaluated_key
+    if projection_expressions and all(map(is_top_level, projection_expressions)):
+        projected = [project_top_level(item, projection_expressions) for item in results]
+        return projected, scanned, last_evaluated_key
     results = copy.deepcopy(results)
     if projection_expressions:
         results = [item.project(projection_expressions) for item in results]
     return results, scanned, last_evaluated_key
 
 
-def _top_level(path: list[str]) -> bool:
+def is_top_level(path: list[str]) -> bool:
     """A projection path that names one top-level attribute (no nesting, no list index)."""
     return len(path) == 1 and "[" not in path[0]
 
 
-def _projected(item: Item, paths: list[list[str]]) -> Item:
+def project_top_level(item: Item, paths: list[list[str]]) -> Item:
     """A copy of `item` holding only the top-level attributes `paths` name, as stored: what
     moto's `Item.project` answers for such paths, without its round trip of the whole item through
     plain JSON once per path (most of a queue read's time when the items carry payloads)."""
