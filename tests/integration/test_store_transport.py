@@ -45,20 +45,23 @@ CONFIG = Config(
     parameter_validation=False,  # as PynamoDB makes its client
     retries={"mode": "standard", "total_max_attempts": 3},
     connect_timeout=2,
-    read_timeout=0.5,
+    read_timeout=0.5,  # the scripted server's slow answers time out quickly
 )
+# Against moto: an answer is never retried (the comparison asserts it), so no timeout a busy machine
+# can reach (a CI run beside other work saw moto's server take over 0.5 s for one UpdateItem).
+PATIENT = CONFIG.merge(Config(read_timeout=60))
 
 
-def _clients(endpoint_url: str | None = None) -> tuple[Any, Any]:
-    stock, light, _ = _trio(endpoint_url)
+def _clients(endpoint_url: str | None = None, config: Config = CONFIG) -> tuple[Any, Any]:
+    stock, light, _ = _trio(endpoint_url, config)
     return stock, light
 
 
-def _trio(endpoint_url: str | None = None) -> tuple[Any, Any, LightCalls]:
+def _trio(endpoint_url: str | None = None, config: Config = CONFIG) -> tuple[Any, Any, LightCalls]:
     """A stock client, a lightened one, and the light path's calls."""
     session = botocore.session.get_session()
     stock, light = (
-        session.create_client("dynamodb", region_name="us-east-1", endpoint_url=endpoint_url, config=CONFIG)
+        session.create_client("dynamodb", region_name="us-east-1", endpoint_url=endpoint_url, config=config)
         for _ in TABLES
     )
     calls = lighten(light)
@@ -105,7 +108,7 @@ def _compare(stock: Any, light: Any, binary: bool, seed: int) -> int:
 
 @pytest.mark.parametrize(("seed", "binary"), [(0, False), (2, True)])
 def test_in_process_moto_answers_both_paths_alike(aws: None, seed: int, binary: bool) -> None:
-    assert _compare(*_clients(), binary, seed) == 40
+    assert _compare(*_clients(config=PATIENT), binary, seed) == 40
 
 
 @pytest.mark.parametrize(("seed", "binary"), [(1, False), (2, True)])
@@ -113,7 +116,7 @@ def test_moto_server_over_http_answers_both_paths_alike(
     aws_credentials: None, seed: int, binary: bool
 ) -> None:
     with moto_server() as server:
-        stock, light = _clients(server.url)
+        stock, light = _clients(server.url, PATIENT)
         assert _compare(stock, light, binary, seed) == 40
         # batch writes too (the store's bulk paths): the same items land
         for client, table in zip((stock, light), TABLES, strict=True):
@@ -132,7 +135,7 @@ def test_moto_server_over_http_answers_both_paths_alike(
 
 def test_only_the_data_plane_operations_take_the_light_path(aws_credentials: None) -> None:
     with moto_server() as server:
-        _, light = _clients(server.url)
+        _, light = _clients(server.url, PATIENT)
         sent: list[str] = []
         light.meta.events.register(
             "request-created.dynamodb", lambda *, operation_name, **_: sent.append(operation_name)
@@ -345,7 +348,7 @@ class RawAnswers:
 def _through_http_client(answer: bytes) -> tuple[int, dict[str, str], bytes, bool]:
     server = RawAnswers([answer])
     _, _, port = server.url.rpartition(":")
-    connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=5)
+    connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
     connection.request("POST", "/", b"{}", {"X-Amz-Target": "t"})
     response = connection.getresponse()
     body = response.read()
@@ -356,7 +359,7 @@ def _through_http_client(answer: bytes) -> tuple[int, dict[str, str], bytes, boo
 
 def _through_connections(answer: bytes) -> tuple[int, dict[str, str], bytes, bool]:
     server = RawAnswers([answer])
-    connections = Connections(server.url, connect_timeout=2, read_timeout=5, max_idle=1)
+    connections = Connections(server.url, connect_timeout=2, read_timeout=30, max_idle=1)
     status, headers, body = connections.post([("X-Amz-Target", "t")], b"{}")
     kept = bool(connections._idle)
     connections.close()
@@ -386,7 +389,7 @@ def test_an_answer_reads_as_http_client_reads_it(answer: bytes) -> None:
 
 def test_a_request_is_one_message_with_its_headers_host_and_length() -> None:
     server = RawAnswers([ANSWERS["length"], ANSWERS["length"]])
-    connections = Connections(server.url, connect_timeout=2, read_timeout=5, max_idle=1)
+    connections = Connections(server.url, connect_timeout=2, read_timeout=30, max_idle=1)
     for body in (b'{"x": 1}', b"{}"):
         assert connections.post([("X-Amz-Target", "t"), ("User-Agent", b"ua/1")], body)[0] == 200
     connections.close()
@@ -411,7 +414,7 @@ def test_a_request_is_one_message_with_its_headers_host_and_length() -> None:
 )
 def test_a_broken_answer_is_a_closed_connection(answer: bytes | str) -> None:
     server = RawAnswers([answer, "close"] if answer != "close" else [answer])
-    connections = Connections(server.url, connect_timeout=2, read_timeout=2, max_idle=1)
+    connections = Connections(server.url, connect_timeout=2, read_timeout=30, max_idle=1)
     with pytest.raises(ConnectionClosedError):
         connections.post([("X-Amz-Target", "t")], b"{}")
     assert connections._idle == []
@@ -419,7 +422,7 @@ def test_a_broken_answer_is_a_closed_connection(answer: bytes | str) -> None:
 
 def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:
     server = RawAnswers([ANSWERS["length"]])
-    connections = Connections(server.url, connect_timeout=2, read_timeout=2, max_idle=1)
+    connections = Connections(server.url, connect_timeout=2, read_timeout=30, max_idle=1)
     for headers in ([("X-A", "a\r\nX-B: b")], [("X-A\r\nX-B", "b")]):
         with pytest.raises(ValueError, match="invalid header"):
             connections.post(headers, b"{}")
