@@ -270,9 +270,10 @@ def _answer(reader: io.BufferedReader) -> tuple[int, dict[str, str], bytes, bool
         return status, headers, reader.read(), False
     if not length.isdigit():
         raise http.client.HTTPException(f"invalid Content-Length {length!r}")
-    body = reader.read(int(length))
-    if len(body) < int(length):
-        raise http.client.IncompleteRead(body, int(length) - len(body))
+    expected = int(length)
+    body = reader.read(expected)
+    if len(body) < expected:
+        raise http.client.IncompleteRead(body, expected - len(body))
     return status, headers, body, keep
 
 
