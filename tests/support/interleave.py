@@ -3,16 +3,16 @@
 * `Interleaver`: actors run in threads and park before every external operation; a chooser decides
   which parked actor takes its next step. Only one actor runs at a time, so a schedule is a list of
   choices and is exactly reproducible. For real code against moto.
-* `replay_step`: no threads. An actor's program is re-run from its start for every step, each
-  operation it already performed answering from its log; the first new one is performed, the next
-  parks it. An actor's state is therefore just its log, so a model checker can copy, compare and
-  branch whole system states cheaply (tests/support/rule_models.py).
+* `Stepper`: no threads. An actor's state is its log (what each of its operations answered); its
+  program is re-run from the start through the log to find its next operation, once per distinct
+  history, so a model checker can copy, compare and branch whole system states cheaply
+  (tests/support/rule_models.py).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,61 +139,113 @@ class Op:
 
 
 class Parked(BaseException):
-    """Unwinds an actor's program at its next scheduling point (a BaseException: no `except
+    """Unwinds an actor's program at its next new operation (a BaseException: no `except
     Exception` in the code under test can swallow it)."""
 
 
-class Replay:
-    """One run of an actor's program. Operations already in `log` return their logged result with no
-    effect; the first new scheduled operation is performed (`perform`), and the next one parks the
-    program. Unscheduled operations (reading a clock) are performed whenever reached and logged too,
-    so every replay sees the values the first run saw."""
+@dataclass(frozen=True)
+class Next:
+    """What a program does once the operations of a log have answered: its next operation
+    (`scheduled`: a scheduling point; otherwise performed whenever reached, e.g. a clock read), or
+    its end (`op` None, with the exception it raised, if any)."""
 
-    def __init__(self, log: tuple[Any, ...], perform: Callable[[Op, int], Any], *, may_perform: bool) -> None:
-        self.results = list(log)
+    op: Op | None = None
+    scheduled: bool = True
+    error: BaseException | None = None
+
+
+class Replay:
+    """One run of an actor's program through `log`: the operations in it return their logged
+    results with no effect, and the first operation past it unwinds the program (`Parked`), kept as
+    `next`."""
+
+    def __init__(self, log: tuple[Any, ...]) -> None:
+        self._log = log
         self._position = 0
-        self._perform = perform
-        self._may_perform = may_perform
-        self.parked_at: Op | None = None
+        self.next = Next()
 
     def call(self, name: str, *args: Any, scheduled: bool = True) -> Any:
-        if self._position < len(self.results):
+        if self._position < len(self._log):
             self._position += 1
-            return self.results[self._position - 1]
-        op = Op(name, args)
-        if scheduled:
-            if not self._may_perform:
-                self.parked_at = op
-                raise Parked
-            self._may_perform = False
-        result = self._perform(op, len(self.results))
-        self.results.append(result)
-        self._position += 1
-        return result
+            return self._log[self._position - 1]
+        self.next = Next(Op(name, args), scheduled)
+        raise Parked
+
+
+def next_operation(program: Callable[[Replay], Any], log: tuple[Any, ...]) -> Next:
+    """Re-run `program` through `log` and say what it does next."""
+    replay = Replay(log)
+    try:
+        program(replay)
+    except Parked:
+        return replay.next
+    except Exception as exc:  # the program under test failed: reported, never swallowed
+        return Next(error=exc)
+    return Next()
 
 
 @dataclass(frozen=True)
 class StepResult:
     log: tuple[Any, ...]
-    parked_at: Op | None  # None: the program returned (or raised `error`)
+    history: int  # names (program, frozen log): equal histories, equal numbers
+    parked_at: Op | None  # None: the program returned (or raised `error`), or ran past `max_ops`
     error: BaseException | None = None
 
 
-def replay_step(
-    program: Callable[[Replay], Any],
-    log: tuple[Any, ...],
-    perform: Callable[[Op, int], Any],
-    *,
-    may_perform: bool,
-) -> StepResult:
-    """Re-run `program` through `log`, perform at most one new scheduled operation (`perform` gets
-    it and its position in the log), and park it at the next (`may_perform=False`: only run up to
-    its first scheduling point)."""
-    replay = Replay(log, perform, may_perform=may_perform)
-    try:
-        program(replay)
-    except Parked:
-        return StepResult(tuple(replay.results), replay.parked_at)
-    except Exception as exc:  # the program under test failed: reported, never swallowed
-        return StepResult(tuple(replay.results), None, exc)
-    return StepResult(tuple(replay.results), None)
+class Stepper:
+    """Steps actors' programs without threads, so a model checker can copy, compare and branch
+    whole system states cheaply: an actor's state is just its log (what each of its operations
+    answered), named by a number (its history).
+
+    A program is deterministic given what its operations answered, so what it does after a history
+    is remembered, and a program is re-run from its start only for a history no earlier step
+    reached. Histories form a tree (a history and one more answer), so naming one costs a lookup of
+    the last answer, not a hash of the whole log. `freeze` must tell apart any two answers the
+    program could tell apart."""
+
+    def __init__(self, freeze: Callable[[Any], Hashable]) -> None:
+        self._freeze = freeze
+        self._histories: dict[tuple[int, Hashable], int] = {}  # (history, answer) -> history
+        self._next: dict[int, Next] = {}
+        self.reruns = 0
+
+    def start(self, program_key: Hashable) -> int:
+        """The empty history of the program `program_key` names."""
+        return self._extend(-1, program_key)
+
+    def _extend(self, history: int, answer: Hashable) -> int:
+        key = (history, self._freeze(answer))
+        extended = self._histories.get(key)
+        if extended is None:
+            extended = self._histories[key] = len(self._histories)
+        return extended
+
+    def step(
+        self,
+        program: Callable[[Replay], Any],
+        log: tuple[Any, ...],
+        history: int,
+        perform: Callable[[Op, int], Any],
+        *,
+        may_perform: bool,
+        max_ops: int,
+    ) -> StepResult:
+        """From `log` (named `history`), perform at most one scheduled operation (`may_perform=False`:
+        only run up to the first scheduling point) and every unscheduled one up to the next
+        scheduling point, where the program parks. `perform` gets each operation and its position
+        in the log."""
+        while True:
+            after = self._next.get(history)
+            if after is None:
+                self.reruns += 1
+                after = self._next[history] = next_operation(program, log)
+            if after.op is None:
+                return StepResult(log, history, None, after.error)
+            if after.scheduled:
+                if not may_perform:
+                    return StepResult(log, history, after.op)
+                may_perform = False
+            result = perform(after.op, len(log))
+            log, history = (*log, result), self._extend(history, result)
+            if len(log) > max_ops:  # the caller reports the spin
+                return StepResult(log, history, None)

@@ -19,7 +19,7 @@ import logging
 import os
 import random
 from collections.abc import Callable, Collection, Hashable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -29,7 +29,7 @@ from nexttick.runtime import Runtime
 from nexttick.schedules import Timing
 from nexttick.store.records import RuleState, ShardFront
 from nexttick.worker.loop import PassResult, RunReport, Worker
-from tests.support.interleave import Op, Replay, replay_step
+from tests.support.interleave import Op, Replay, Stepper
 
 TIMING = Timing(precision=Precision.SECOND)
 # The long run (`NEXTTICK_MODEL_SOAK=1`): larger scenarios and budgets than the suite can afford.
@@ -593,13 +593,13 @@ class ActorSpec:
 @dataclass(frozen=True)
 class ActorState:
     spec: ActorSpec
+    history: int  # the stepper's name for (spec, what the log's operations answered)
     log: tuple[Any, ...] = ()
-    keys: tuple[Hashable, ...] = ()
     parked: Op | None = None
     status: str = "ready"  # ready | done | crashed (done and crashed actors leave the state)
 
     def key(self) -> Hashable:
-        return (self.spec.name, self.spec.args, self.spec.skew, self.status, self.parked, self.keys)
+        return (self.history, self.status, self.parked)
 
 
 @dataclass
@@ -1051,20 +1051,15 @@ PROGRAMS: dict[str, Callable[[Replay, Scenario, ActorSpec], Any]] = {
 }
 
 
+_RULE_STATE_FIELDS = tuple(f.name for f in fields(RuleState))
+
+
 def _freeze(value: Any) -> Hashable:
+    """An answer as a hashable value that tells apart any two answers the code could tell apart
+    (the search merges states, and the stepper histories, on it)."""
     if isinstance(value, RuleState):
-        return (
-            value.armed_minute,
-            value.version,
-            value.published_version,
-            value.repair_version,
-            value.kicked_at,
-            value.waiter_at,
-            value.waiter_until,
-            value.waiter_owner,
-            None if value.heads is None else tuple(sorted(value.heads.items())),
-        )
-    if isinstance(value, dict):
+        return tuple(_freeze(getattr(value, name)) for name in _RULE_STATE_FIELDS)
+    if isinstance(value, Mapping):
         return tuple(sorted(value.items()))
     return value
 
@@ -1295,6 +1290,7 @@ class Checker:
         self.scenario = scenario
         self.max_violations = max_violations
         self.result = Result()
+        self._stepper = Stepper(_freeze)
 
     # -- the initial state
     def initial(self) -> Node | None:
@@ -1387,11 +1383,13 @@ class Checker:
         self, world: World, actor: ActorState, node: Node | None, *, first: bool = False
     ) -> ActorState | None:
         spec = actor.spec
-        outcome = replay_step(
+        outcome = self._stepper.step(
             lambda replay: spec.program(replay, self.scenario, spec),
             actor.log,
+            actor.history,
             lambda op, position: perform(world, spec, op, position),
             may_perform=not first,
+            max_ops=self.scenario.max_ops,
         )
         if outcome.error is not None:
             self._violation(f"{spec.name} raised {outcome.error!r}", node)
@@ -1399,9 +1397,8 @@ class Checker:
         if len(outcome.log) > self.scenario.max_ops:
             self._violation(f"{spec.name} spins: over {self.scenario.max_ops} operations", node)
             return None
-        keys = actor.keys + tuple(_freeze(r) for r in outcome.log[len(actor.log) :])
         status = "ready" if outcome.parked_at is not None else "done"
-        return ActorState(spec, outcome.log, keys, outcome.parked_at, status)
+        return ActorState(spec, outcome.history, outcome.log, outcome.parked_at, status)
 
     def _after_crash(self, world: World, actor: ActorState) -> None:
         world.dead |= {actor.spec.name}
@@ -1441,7 +1438,7 @@ class Checker:
         if world.jobs and not any(a.spec.kind == "keeper" for a in actors):
             due.append(ActorSpec("keeper", "keeper", keeper_program))
         for spec in due:
-            primed = self._step(world, ActorState(spec), node, first=True)
+            primed = self._step(world, ActorState(spec, self._stepper.start(spec)), node, first=True)
             if primed is None:
                 return None
             if primed.status == "ready":
