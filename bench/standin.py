@@ -26,7 +26,8 @@ here; anything else is answered `UnknownOperationException`. Semantics:
   it only if another item follows). Every read is strongly consistent (the store asks for that
   everywhere). No 1 MB page limit; key attributes must be strings (the table's are);
 * ConditionExpression, UpdateExpression, FilterExpression and ProjectionExpression are parsed and
-  evaluated by moto's own classes (moto is a pinned dev dependency), and errors are moto's
+  evaluated by moto's own classes (moto is a pinned dev dependency; in the stand-in's process as
+  the local stack runs them, local/moto_expressions.py), and errors are moto's
   exception shapes (`ConditionalCheckFailedException` with the old item under `Item` when
   ReturnValuesOnConditionCheckFailure=ALL_OLD). ReturnValues: NONE, ALL_OLD, ALL_NEW;
 * one lock serialises every DynamoDB request's processing: each conditional write is atomic.
@@ -75,6 +76,7 @@ from moto.dynamodb.parsing.validators import UpdateExpressionValidator
 from moto.dynamodb.responses import ProjectionExpressionParser
 
 from bench.latency import LATENCY_MS, delay
+from local.moto_expressions import evaluate_expressions_once
 from local.motopatches import is_top_level, project_top_level
 
 Json = dict[str, Any]
@@ -584,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-latency", action="store_true", help="answer at once (no latency model)")
     args = parser.parse_args(argv)
+    evaluate_expressions_once()  # moto's expression classes as the local stack runs them
     server = StandIn({} if args.no_latency else LATENCY_MS, args.port)
     print(server.url, flush=True)
     with contextlib.suppress(KeyboardInterrupt):

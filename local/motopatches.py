@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
 
+import moto.core.responses as moto_core_responses
 from moto import backends
 from moto.core.serialize import TimestampSerializer
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
@@ -29,11 +30,14 @@ from moto.dynamodb.responses import DynamoResult
 from moto.dynamodbstreams.models import ShardIterator
 from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 
+from local import moto_expressions
+
 MOTO_VERSION = "5.2.5"
 
 _moto_query = Table.query
 _moto_execute_result = DynamoResult.execute_result
 _moto_list_of_modules = backends.list_of_moto_modules
+_moto_method_names = moto_core_responses.method_names_from_class
 _moto_streams_serialized = DynamoDBStreamsHandler.serialized
 
 # sha256 of each function's source as moto 5.2.5 ships it: `Table.query` is replaced for base-table
@@ -91,6 +95,15 @@ PATCHED: dict[str, tuple[Callable[..., Any], str]] = {
         _moto_list_of_modules,
         "4f741a10b06500e840c3aaa1b4f02706e6f2bfbababc0e8a2a7b9c9d0e8957dc",
     ),
+    "moto.core.utils.method_names_from_class": (
+        _moto_method_names,
+        "9dbac89d082b655fee902c450e69de9dbadf9699ad06411298494984b55138c3",
+    ),
+    "moto.core.responses.BaseResponse.call_action": (
+        moto_core_responses.BaseResponse.call_action,
+        "26076963fd17fd1a40be642032b5a8d90f159c19d01b80a5f0b0c839770ee0d6",
+    ),
+    **moto_expressions.FINGERPRINTS,
 }
 
 
@@ -378,19 +391,28 @@ def serialize_stream_records_directly() -> None:
 
 def lighten_dynamodb() -> None:
     """moto's DynamoDB as the local stack serves it: sorted partitions for Query, item operations
-    and stream records answered in plain JSON (all above). Idempotent."""
+    and stream records answered in plain JSON (all above), expressions parsed once
+    (local/moto_expressions.py). Idempotent."""
     query_sorted_partitions()
+    moto_expressions.evaluate_expressions_once()
     serialize_dynamodb_directly()
     serialize_stream_records_directly()
 
 
 def route_without_listing_moto() -> None:
-    """Resolve a request's service without listing moto's package directory each time.
+    """Resolve a request's service and action without listing moto's package or a handler's
+    methods each time.
 
     moto's dispatcher (`get_backend_for_host`) calls `backends.list_of_moto_modules()` for every
     request: an `os.listdir` of moto's package and an `isdir` per entry (about 150 system calls),
     inside the server's request lock. Under the local stack's load that was more than half of a
     DynamoDB Query's time in the lock (3.4 ms -> 1.4 ms per Query with the list kept). The package
-    does not change while the server runs. Idempotent."""
+    does not change while the server runs. Then `BaseResponse.call_action` lists the handler
+    class's functions (`inspect.getmembers`) to check the action is one: about 0.4 ms of every
+    request; a handler class gains no action while the emulator runs. Idempotent."""
     if backends.list_of_moto_modules is _moto_list_of_modules:
         backends.list_of_moto_modules = functools.cache(lambda: tuple(_moto_list_of_modules()))
+    if moto_core_responses.method_names_from_class is _moto_method_names:
+        moto_core_responses.method_names_from_class = functools.cache(  # type: ignore[assignment]
+            lambda handler: frozenset(_moto_method_names(handler))
+        )
