@@ -174,10 +174,10 @@ _parsed_update = functools.lru_cache(maxsize=1024)(_moto_make)
 
 
 class _Handed(threading.local):
-    """What a handler parsed in this thread, for its backend to take: (expression, names, values,
-    parser, operator tree) of a condition."""
+    """What a handler parsed in this thread, for its backend to take: the condition's parser (its
+    expression, names and values) and the operator tree it parsed."""
 
-    condition: tuple[Any, Any, Any, ConditionExpressionParser, Any] | None = None
+    condition: tuple[ConditionExpressionParser, Any] | None = None
 
 
 _HANDED = _Handed()
@@ -188,8 +188,7 @@ class _HandlerConditionParser(ConditionExpressionParser):
 
     def parse(self) -> Any:
         operator = super().parse()
-        names, values = self.expression_attribute_names, self.expression_attribute_values
-        _HANDED.condition = (self.condition_expression, names, values, self, operator)
+        _HANDED.condition = (self, operator)
         return operator
 
 
@@ -205,9 +204,15 @@ def _backend_condition_parser(expr: str | None, names: Names, values: Values) ->
     """The backend's condition parser: the handler's, when it parsed this condition with these very
     names and values objects (an operator tree is only read when evaluated); else a new one."""
     handed = _HANDED.condition
-    if handed is not None and handed[0] == expr and handed[1] is names and handed[2] is values:
-        _HANDED.condition = None
-        return _Parsed(handed[3], handed[4])
+    if handed is not None:
+        parser, operator = handed
+        if (
+            parser.condition_expression == expr
+            and parser.expression_attribute_names is names
+            and parser.expression_attribute_values is values
+        ):
+            _HANDED.condition = None
+            return _Parsed(parser, operator)
     return _moto_condition_parser(expr, names, values)
 
 
