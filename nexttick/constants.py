@@ -27,9 +27,13 @@ RUN_SK_PREFIX = "R#"
 
 # The number of queue shards is part of the data layout: changing it strands queue entries.
 DEFAULT_QUEUE_SHARDS = 16
-# A worker claims an occurrence and reads its task up to this long before it is due, so that at
-# the instant only its action is left; a cancel is certain to stop an occurrence only before that.
-CLAIM_AHEAD_SECONDS = 0.5
+# A pass claims an occurrence (and reads its task) up to CLAIM_AHEAD_SECONDS before it is due, so
+# that at the instant only its action is left; a cancel is certain to stop an occurrence only
+# before that. A worker waiting for the head wakes WAKE_AHEAD_SECONDS before it, so its pass also
+# claims what is due in the half second after the head: a task due just after another starts on
+# time, not when the pass that ran the other has finished and the next one has read and claimed it.
+CLAIM_AHEAD_SECONDS = 1.0
+WAKE_AHEAD_SECONDS = 0.5
 # The store reads at most this many shards at once (one thread and one connection each).
 MAX_PARALLEL_SHARD_READS = 16
 

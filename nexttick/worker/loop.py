@@ -1,11 +1,12 @@
 """The worker's invocation loop: passes over what is due, re-arm, wait for the head, hand over.
 
 One invocation:
-1. a *pass* reads the entries due by now + CLAIM_AHEAD_SECONDS from the shards it works whose
-   recorded head is due, each from its cursor (the rule record's shard heads and cursors; lazy,
-   bounded pages merged in due order),
-   skips live leases, and submits at most `pool_size` occurrences at a time to its pool, where each
-   is claimed, run and completed (nexttick.worker.occurrence);
+1. a *pass* reads the entries due by now + CLAIM_AHEAD_SECONDS (a waiting worker wakes
+   WAKE_AHEAD_SECONDS before its head, so that reaches a little past the head) from the shards it
+   works whose recorded head is due, each from its cursor (the rule record's shard heads and
+   cursors; lazy, bounded pages merged in due order), skips live leases, and submits at most
+   `pool_size` occurrences at a time to its pool, where each is claimed, run and completed
+   (nexttick.worker.occurrence);
 2. passes repeat while one fills the pool; then `rule_sync.rearm()` brings the shard heads of the
    shards it worked up to date and points the rule at the earliest (a pass that ran less than a
    pool's worth read everything due: the re-arm's read of its shards stands in for another pass,
@@ -48,6 +49,9 @@ SAFETY_SECONDS = 5.0
 # no spinning. A head in the future is waited for exactly, never rounded up to this.
 MIN_WAIT_SECONDS = 0.05
 MIN_HAND_OVER_WAIT_SECONDS = 1.0
+# A pass whose occurrences still wait or run this long before its claim-ahead window ends reads on
+# (docs/worker.md): long enough before the window's end for a read and a claim on a busy host.
+ROLL_BEFORE_SECONDS = 0.3
 
 
 class PassResult(Enum):
@@ -104,8 +108,9 @@ class Worker:
         # reserve more than half the invocation, or a short timeout would only re-invoke itself.
         self.margin = min(registry.max_timeout_seconds + SAFETY_SECONDS, remaining_ms / 2000)
         self.lease = timedelta(seconds=self.settings.lease_seconds)
-        # A pass claims what is due this much ahead; a waiting worker wakes this much before its head.
-        self.prepare = timedelta(seconds=constants.CLAIM_AHEAD_SECONDS)
+        # A pass claims what is due this much ahead; a waiting worker wakes `wake_ahead` before its head.
+        self.claim_ahead = timedelta(seconds=constants.CLAIM_AHEAD_SECONDS)
+        self.wake_ahead = timedelta(seconds=constants.WAKE_AHEAD_SECONDS)
         self.report = RunReport()
         self.touched: set[int] = set()  # shards this invocation took entries of (and so wrote to)
         self.leases = LeaseKeeper(self.store, self.clock, owner, self.lease)
@@ -145,7 +150,7 @@ class Worker:
                 if rearm.outcome is not Outcome.DUE_SOON:
                     return self._finish(rearm.outcome.value)
                 assert rearm.head is not None
-                if found is PassResult.DRAINED and rearm.head <= self.clock.now() + self.prepare:
+                if found is PassResult.DRAINED and rearm.head <= self.clock.now() + self.wake_ahead:
                     continue  # became due while the pass ran: pass again, no wait
                 wait_seconds = (rearm.head - self.clock.now()).total_seconds()
                 if self.remaining() - wait_seconds < self.margin:
@@ -161,7 +166,7 @@ class Worker:
                     return self._finish("covered", "another invocation is waiting for an earlier time")
                 if claim is WaitClaim.MOVED:
                     continue  # the record moved since the re-arm: re-arm before sleeping
-                wait_seconds = (rearm.head - self.prepare - self.clock.now()).total_seconds()
+                wait_seconds = (rearm.head - self.wake_ahead - self.clock.now()).total_seconds()
                 if wait_seconds <= 0:
                     # Already due: held by others (leased), or in shards left to another invocation
                     # until it has drained them or its yield expires.
@@ -172,53 +177,65 @@ class Worker:
         return (self.deadline - self.clock.now()).total_seconds()
 
     def _pass(self, pool: ThreadPoolExecutor, pool_size: int) -> PassResult:
-        """Submit every claimable entry due by now (and the next `prepare`), at most `pool_size` in
-        flight."""
+        """Submit every claimable entry due by now + `claim_ahead`, at most `pool_size` in flight.
+        While what it holds still waits or runs ROLL_BEFORE_SECONDS before that window ends, it
+        reads on from after what it took (a *roll*): what comes due just after the window is claimed
+        ahead too, instead of by the pass that starts when the last of these has finished."""
         self.report.passes += 1
-        now = self.clock.now()
         in_flight: set[Future[Done]] = set()
         submitted, full = 0, False
-        due = self.runtime.rule_sync.due_shards(now + self.prepare, self.sharing.group)
-        self._read = due.record
-        if not due.shards:
-            return PassResult.EMPTY
-        starts = read_starts(due.record.cursors, self._resume)
         # Per shard, the first entry no later read may start past: one this pass did not take, or
         # one it took and left unfinished (abandoned, deferred, another invocation's).
         left: dict[int, str] = {}
         taken: dict[int, str] = {}  # per shard, the last entry it took
         entries: dict[Future[Done], QueueEntry] = {}  # the occurrences in flight
         with self.leases.renewing():
-            for entry in self.store.merged_entries(
-                up_to=now + self.prepare,
-                page_size=self.settings.page_size,
-                shards=due.shards,
-                cursors=starts,
-            ):
-                if not self.sharing.takes(entry, now):
-                    _stop_at(left, entry)
-                    continue  # leased elsewhere (its lease end is part of the head), or not ours now
-                if len(in_flight) >= pool_size:
-                    full = self.sharing.in_burst = True
-                    if self.sharing.fan_out():
+            while True:
+                now = self.clock.now()
+                until = now + self.claim_ahead
+                due = self.runtime.rule_sync.due_shards(until, self.sharing.group)
+                self._read = due.record
+                if not due.shards and not submitted:
+                    return PassResult.EMPTY
+                past = {**self._resume, **{shard: key + "\x00" for shard, key in taken.items()}}
+                for entry in self.store.merged_entries(
+                    up_to=until,
+                    page_size=self.settings.page_size,
+                    shards=due.shards,
+                    cursors=read_starts(due.record.cursors, past),
+                ):
+                    if not self.sharing.takes(entry, now):
+                        _stop_at(left, entry)
+                        continue  # leased elsewhere (its lease end is part of the head), or not ours now
+                    if len(in_flight) >= pool_size:
+                        full = self.sharing.in_burst = True
+                        if self.sharing.fan_out():
+                            self.sharing.release_probe(entry.shard)
+                            _stop_at(left, entry)
+                            break  # the next pass reads only this invocation's group
+                    while len(in_flight) >= pool_size:
+                        done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                        self._collect(done, entries, left)
+                    if self.remaining() < self.margin or drain.stopping():
                         self.sharing.release_probe(entry.shard)
                         _stop_at(left, entry)
-                        break  # the next pass reads only this invocation's group
-                while len(in_flight) >= pool_size:
-                    done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                        full = True
+                        break  # out of time, or the process is stopping: finish what is held
+                    self.touched.add(entry.shard)
+                    # The invocation's log context (function, request id) follows the occurrence.
+                    future = pool.submit(contextvars.copy_context().run, self.runner.process, entry)
+                    in_flight.add(future)
+                    entries[future] = entry
+                    taken[entry.shard] = entry.key
+                    submitted += 1
+                else:
+                    roll_at = until - timedelta(seconds=ROLL_BEFORE_SECONDS)
+                    pause = max((roll_at - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
+                    done, in_flight = wait(in_flight, timeout=pause)
                     self._collect(done, entries, left)
-                if self.remaining() < self.margin or drain.stopping():
-                    self.sharing.release_probe(entry.shard)
-                    _stop_at(left, entry)
-                    full = True
-                    break  # out of time, or the process is stopping: finish what is held
-                self.touched.add(entry.shard)
-                # The invocation's log context (function, request id) follows the occurrence into the pool.
-                future = pool.submit(contextvars.copy_context().run, self.runner.process, entry)
-                in_flight.add(future)
-                entries[future] = entry
-                taken[entry.shard] = entry.key
-                submitted += 1
+                    if in_flight and self.remaining() >= self.margin and not drain.stopping():
+                        continue  # roll
+                break
             self._collect(wait(in_flight).done, entries, left)
         for shard, key in taken.items():
             self._resume[shard] = left.get(shard, key + "\x00")  # "\x00": just after `key`

@@ -119,7 +119,7 @@ def test_a_cancel_after_the_claim_is_202_and_the_claimed_occurrence_runs_at_most
 
 
 def test_cancel_before_the_occurrence_is_due_is_204_and_it_never_runs(api: LambdaApi, worker: Any) -> None:
-    # Given a task due in six seconds (the cancel must come before it is claimable, 0.5 s ahead of
+    # Given a task due in six seconds (the cancel must come before it is claimable, 1 s ahead of
     # its due time: with two seconds a busy 2-core machine took longer than that for the create)
     task = api.post("/tasks", {"action": "block", "delay_seconds": 6}).json()
     # When it is cancelled before it is due

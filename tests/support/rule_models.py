@@ -870,20 +870,20 @@ class ModelWorker(Worker):
     """The real run loop (re-arm, claim the wait, sleep, hand over, a burst's fan-out and a helper
     leaving its group) over the model queue: a pass claims each due entry of the shards it takes
     (lease + task check in one step), runs it, and completes it. It claims nothing ahead of its
-    instant (`prepare` is zero): claim, read and run are one step here. A lost claim does not make
-    it leave a shard (the model's claim does not name the holder): yields and probes only save
-    writes, and the model checks what runs and when, not what it costs."""
+    instant (`claim_ahead` and `wake_ahead` are zero): claim, read and run are one step here. A
+    lost claim does not make it leave a shard (the model's claim does not name the holder): yields
+    and probes only save writes, and the model checks what runs and when, not what it costs."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.prepare = timedelta(0)
+        self.claim_ahead = self.wake_ahead = timedelta(0)
 
     def _pass(self, pool: Any, pool_size: int) -> PassResult:
         self.report.passes += 1
         now = self.clock.now()
         submitted, full = 0, False
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
-        due = self.runtime.rule_sync.due_shards(now + self.prepare, self.sharing.group)
+        due = self.runtime.rule_sync.due_shards(now + self.claim_ahead, self.sharing.group)
         self._read = due.record
         keys = queue.due_keys(now, tuple(sorted(due.shards)), _frozen(due.record.cursors))
         if len(keys) >= FAN_OUT_AT and self.sharing.fan_out():
