@@ -90,7 +90,7 @@ clean:
 
 .PHONY: openapi
 openapi: $(STAMP) ## regenerate docs/openapi.json from the API code (a test fails when it drifts)
-	$(PY) -m lambdas.api.openapi docs/openapi.json
+	$(PY) -m lambdas.api.openapi_file docs/openapi.json
 
 # schemathesis against the API over HTTP (local API Gateway + moto): >= 1,000 generated requests.
 FUZZ_EXAMPLES ?= 120

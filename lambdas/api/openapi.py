@@ -1,36 +1,35 @@
-"""The OpenAPI document: generated from the routes and models, trimmed to what the API answers,
-and committed as docs/openapi.json. `python -m lambdas.api.openapi [--check] [PATH]` writes (or
-checks) the committed copy."""
+"""The OpenAPI document: generated from the routes and models, trimmed to what the API answers
+(served at /openapi.json; `lambdas.api.openapi_file` writes and checks the committed copy)."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler.openapi.models import Server
 
+from editor.specs import LISTABLE_STATUSES
+
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
-DEFAULT_PATH = Path("docs/openapi.json")
 TITLE = "nexttick"
 API_VERSION = "1.0.0"
-DESCRIPTION = """\
+_LISTABLE = ", ".join(f"`{status}`" for status in LISTABLE_STATUSES)
+DESCRIPTION = f"""\
 Schedule work for a future time: one-shot (`due`, `delay_seconds`) or recurring (`cron`, `every`).
 
-* Every error is a JSON object `{"error", "message", "field"}`; `message` starts with the offending
+* Every error is a JSON object `{{"error", "message", "field"}}`; `message` starts with the offending
   field. 400 malformed body (not JSON, not UTF-8), 404 unknown task or route, 405 wrong method,
   409 conflict, 412 stale `If-Match`, 413 payload over 256 KiB, 415 not JSON, 422 invalid field
   (body field, query parameter, path id or `If-Match`; a `payload` nested deeper than 32 levels
   of objects/arrays, the payload object being the first). Nothing a client sends yields a 5xx.
 * Every task response carries `ETag: "<version>"`; send `If-Match: <version>` (quoted or not) with
-  PATCH / DELETE for a compare-and-set change (412 on mismatch).
-* `GET /tasks` lists the queue - `pending` and `running` tasks in due order, with cursor
-  pagination. Finished tasks (`succeeded`, `failed`, `cancelled`, `skipped`) are read by id;
-  `status` accepts only `pending` or `running` (422 otherwise).
+  PATCH, DELETE or a steering POST (pause, resume, skip, run-now) for a compare-and-set change (412 on
+  mismatch).
+* `GET /tasks` lists the queue - {_LISTABLE} tasks in due order, with cursor pagination. Finished
+  tasks (`succeeded`, `failed`, `cancelled`, `skipped`) are read by id; `status` accepts only
+  {_LISTABLE} (422 otherwise).
 * Behind API Gateway the API is IAM-authorised (SigV4).
 """
 
@@ -75,36 +74,3 @@ def openapi_text(app: APIGatewayRestResolver, server_url: str = "/") -> str:
     """The document as committed in docs/openapi.json: sorted keys, indent 2, trailing newline."""
     document = openapi_document(app, server_url)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def generated() -> str:
-    """The document generated from the code (no AWS access: the editor is never built)."""
-
-    from lambdas.api.app import build_app  # the app imports this module for its /openapi.json route
-
-    def no_editor() -> None:
-        raise RuntimeError("generating the OpenAPI document needs no editor")
-
-    return openapi_text(build_app(no_editor))  # type: ignore[arg-type]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
-    parser.add_argument("--check", action="store_true", help="fail if the file differs from the code")
-    args = parser.parse_args(argv)
-    text = generated()
-    if args.check:
-        current = args.path.read_text(encoding="utf-8") if args.path.exists() else ""
-        if current != text:
-            print(f"{args.path} is out of date; run `make openapi`", file=sys.stderr)
-            return 1
-        return 0
-    args.path.parent.mkdir(parents=True, exist_ok=True)
-    args.path.write_text(text, encoding="utf-8")
-    print(f"wrote {args.path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

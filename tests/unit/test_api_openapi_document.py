@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lambdas.api.openapi import DEFAULT_PATH, generated
+from editor.specs import LISTABLE_STATUSES
+from lambdas.api.openapi_file import DEFAULT_PATH, generated
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,3 +48,22 @@ def test_create_examples_show_each_kind_of_time_alone() -> None:
     time_fields = [[f for f in ("due", "delay_seconds", "cron", "every") if f in body] for body in examples]
     assert sorted(time_fields) == [["cron"], ["delay_seconds"], ["due"], ["every"]]
     assert all("timezone" in body for body in examples if "cron" in body)
+
+
+def test_the_document_says_what_the_api_accepts() -> None:
+    # Given the generated document
+    document = json.loads(generated())
+    description = document["info"]["description"]
+    listable = {str(status) for status in LISTABLE_STATUSES}
+    # Then the list's status filter takes exactly the statuses the editor lists, and the
+    # description names each of them
+    assert set(document["components"]["schemas"]["ListableStatus"]["enum"]) == listable
+    assert all(f"`{status}`" in description for status in listable), description
+    # And every steering POST documents the If-Match header its description promises
+    posts = {path: ops["post"] for path, ops in document["paths"].items() if "post" in ops}
+    steering = {path: operation for path, operation in posts.items() if path.startswith("/tasks/{id}/")}
+    assert steering and all(
+        any(p["in"] == "header" and p["name"].lower() == "if-match" for p in operation["parameters"])
+        for operation in steering.values()
+    ), steering
+    assert all(path.rsplit("/", 1)[-1] in description for path in steering), description

@@ -1,10 +1,12 @@
 """The layer picture of docs/architecture.md, checked: every import in the project points down (or
-sideways within a layer), PynamoDB stays inside the store, and nothing deployed imports developer
-tooling, the CDK app or the tests."""
+sideways within a layer), no two files import each other however indirectly, PynamoDB stays
+inside the store, and nothing deployed imports developer tooling, the CDK app or the tests."""
 
 from __future__ import annotations
 
 import ast
+import graphlib
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -43,14 +45,16 @@ def _layer(module: str) -> int | None:
     return LAYERS[max(matches, key=len)] if matches else None
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every module `path` imports, at any depth (imports inside functions count too)."""
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+def _imports(path: Path, root: Path = ROOT, modules: Collection[str] = ()) -> set[str]:
+    """Every module `path` imports, at any depth (imports inside functions count too). `from a
+    import b` imports `a.b` when that is one of `modules`, else `a`."""
+    module = _module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -60,8 +64,26 @@ def _imports(path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
+            named = {f"{base}.{alias.name}" for alias in node.names}
+            submodules = named & set(modules)
+            found |= submodules
+            if len(submodules) < len(named):  # names defined in `base` itself
+                found.add(base)
     return found
+
+
+def _import_cycle(root: Path, sources: list[Path]) -> list[str] | None:
+    """A cycle of files importing one another (each imports the next), or None."""
+    modules = {_module_name(path, root): path for path in sources}
+    graph = {
+        module: (_imports(path, root, modules.keys()) & modules.keys()) - {module}
+        for module, path in modules.items()
+    }
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return None
 
 
 SOURCES = sorted(
@@ -90,6 +112,25 @@ def test_imports_point_down_the_layers(path: Path) -> None:
         imported for imported in _imports(path) if (layer := _layer(imported)) is not None and layer > own
     )
     assert upward == [], f"{module} (layer {own}) imports from above: {upward}"
+
+
+def test_no_files_import_each_other() -> None:
+    assert _import_cycle(ROOT, SOURCES) is None
+
+
+def test_the_cycle_check_finds_a_planted_cycle(tmp_path: Path) -> None:
+    # Given a package whose app imports its routes, which import a document module that imports
+    # the app back inside a function (as `lambdas/api` once did)
+    package = tmp_path / "api"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "app.py").write_text("from api import routes\n")
+    (package / "routes.py").write_text("from api.document import text\n")
+    (package / "document.py").write_text("def text():\n    from api.app import build\n")
+    (package / "leaf.py").write_text("import api.routes\n")
+    # When the check runs over it, Then it names the cycle, and only that
+    cycle = _import_cycle(tmp_path, sorted(package.glob("*.py")))
+    assert cycle is not None and set(cycle) == {"api.app", "api.routes", "api.document"}
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(ROOT).as_posix())
