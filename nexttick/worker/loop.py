@@ -229,12 +229,15 @@ class Worker:
                     taken[entry.shard] = entry.key
                     submitted += 1
                 else:
-                    roll_at = until - timedelta(seconds=ROLL_BEFORE_SECONDS)
-                    pause = max((roll_at - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
-                    done, in_flight = wait(in_flight, timeout=pause)
-                    self._collect(done, entries, left)
-                    if in_flight and self.remaining() >= self.margin and not drain.stopping():
-                        continue  # roll
+                    # Roll only a read that ended before its window did: one that ran past it (a
+                    # burst) leaves what came due meanwhile to the next pass, as a pool's worth does.
+                    if in_flight and self.clock.now() < until:
+                        roll_at = until - timedelta(seconds=ROLL_BEFORE_SECONDS)
+                        pause = max((roll_at - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
+                        done, in_flight = wait(in_flight, timeout=pause)
+                        self._collect(done, entries, left)
+                        if in_flight and self.remaining() >= self.margin and not drain.stopping():
+                            continue  # roll
                 break
             self._collect(wait(in_flight).done, entries, left)
         for shard, key in taken.items():
