@@ -18,6 +18,7 @@ from editor.specs import (
     TIME_FIELDS,
     check_action,
     check_end,
+    check_integer,
     check_jitter,
     check_payload,
     check_policy,
@@ -188,15 +189,7 @@ def check_missed(missed: Any, max_catch_up: Any) -> tuple[Missed, int]:
     except ValueError:
         choices = ", ".join(m.value for m in Missed)
         raise ValidationError(f"missed: must be one of {choices}", field="missed") from None
-    if (
-        isinstance(max_catch_up, bool)
-        or not isinstance(max_catch_up, int)
-        or not 1 <= max_catch_up <= MAX_CATCH_UP
-    ):
-        raise ValidationError(
-            f"max_catch_up: must be an integer between 1 and {MAX_CATCH_UP}", field="max_catch_up"
-        )
-    return policy, max_catch_up
+    return policy, check_integer("max_catch_up", max_catch_up, 1, MAX_CATCH_UP)
 
 
 def paused(current: TaskRecord, now: datetime) -> TaskRecord:
@@ -276,8 +269,7 @@ def skipped(
     """`current` with its next `count` occurrences skipped (a one-shot: its only one, so it ends
     `skipped`), and the occurrence to queue instead (None: nothing left)."""
     require_changeable(current)
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SKIP:
-        raise ValidationError(f"count: must be an integer between 1 and {MAX_SKIP}", field="count")
+    check_integer("count", count, 1, MAX_SKIP)
     assert current.due is not None
     updated = replace(current, attempts=0, version=current.version + 1, updated_at=now, catch_up_until=None)
     if current.schedule_kind is ScheduleKind.ONCE:

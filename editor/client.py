@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from editor.changes import (
     DEFAULT_MAX_CATCH_UP,
@@ -43,11 +43,18 @@ from editor.models import (
     Upcoming,
     UpcomingRuns,
 )
-from editor.specs import check_count, check_page, check_runs_page, encode_cursor, encode_runs_cursor
+from editor.specs import (
+    check_count,
+    check_integer,
+    check_page,
+    check_runs_page,
+    encode_cursor,
+    encode_runs_cursor,
+)
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings
-from nexttick.constants import MAX_LATENESS_MINUTES
-from nexttick.errors import ConflictError, TaskNotFoundError, ValidationError
+from nexttick.constants import CLAIM_AHEAD_SECONDS, MAX_CAS_ATTEMPTS, MAX_LATENESS_MINUTES
+from nexttick.errors import ConflictError, TaskBusyError, TaskNotFoundError, ValidationError
 from nexttick.rulesync import RuleSync
 from nexttick.runtime import Runtime
 from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
@@ -66,7 +73,7 @@ from nexttick.store.records import (
 if TYPE_CHECKING:
     import boto3
 
-_MAX_CAS_RETRIES = 20
+_Result = TypeVar("_Result")
 
 
 class _HeadCover:
@@ -271,14 +278,7 @@ class Editor:
     def lateness(self, *, minutes: int = 60) -> LatenessWindow:
         """How late the runs of the last `minutes` (1 to 1,440; all tasks) started: a histogram the
         workers keep per minute (one Query per hour of the window)."""
-        if (
-            isinstance(minutes, bool)
-            or not isinstance(minutes, int)
-            or not 1 <= minutes <= MAX_LATENESS_MINUTES
-        ):
-            raise ValidationError(
-                f"minutes: must be an integer between 1 and {MAX_LATENESS_MINUTES}", field="minutes"
-            )
+        check_integer("minutes", minutes, 1, MAX_LATENESS_MINUTES)
         until = self.clock.now()
         since = until - timedelta(minutes=minutes)
         return LatenessWindow(since, until, self.store.lateness_histogram(since, until))
@@ -351,8 +351,8 @@ class Editor:
         given = changes.given()
         if not given:
             raise ValidationError("body: no field to change", field="body")
-        for _ in range(_MAX_CAS_RETRIES):
-            current = self._read(task_id)
+
+        def attempt(current: TaskRecord) -> Task | None:
             now = self.clock.now()
             if expected_version is not None and current.version != expected_version:
                 if current.version == expected_version + 1 and already_applied(current, given, now):
@@ -363,31 +363,34 @@ class Editor:
             updated, due = apply_changes(current, given, now)
             parked = current.status == TaskStatus.PAUSED  # a paused task is changed and stays paused
             if due is None:
-                committed = self.store.replace_task(updated, current.version)
-            else:
-                leaving = self.store.entry_of(current)
-                run = occurrence_of(updated, due)
-                cover = _HeadCover(None if parked else self.runtime.rule_sync)
-                committed = self.store.swap_occurrence(
-                    current, updated, run, leaving=leaving, parked=parked, after_entry=cover
-                )
-            if committed:
-                if due is not None and not parked:
-                    self._cover(updated.id, run.run_at, cover.state)
-                return self._view(updated)
-        raise ConflictError("id: task is changing too often; retry", field="id")
+                return self._view(updated) if self.store.replace_task(updated, current.version) else None
+            leaving = self.store.entry_of(current)
+            run = occurrence_of(updated, due)
+            cover = _HeadCover(None if parked else self.runtime.rule_sync)
+            if not self.store.swap_occurrence(
+                current, updated, run, leaving=leaving, parked=parked, after_entry=cover
+            ):
+                return None
+            if not parked:
+                self._cover(updated.id, run.run_at, cover.state)
+            return self._view(updated)
+
+        return self._compare_and_set(task_id, attempt)
 
     def cancel(self, task_id: str, *, expected_version: int | None = None) -> Task:
         """Cancel a pending or paused task (a recurring one stops for good). It stays readable as
-        `cancelled`.
+        `cancelled`. The answer's `occurrence_may_run` says whether an occurrence may still run:
+        one a worker could have claimed before the cancel committed (due, or within
+        CLAIM_AHEAD_SECONDS of it) completes, and its outcome shows in `last_run`; nothing after
+        it runs.
 
         Cancelling a cancelled task returns it (whatever `expected_version`), after deleting the
         queue entry an interrupted first cancel may have left."""
-        for _ in range(_MAX_CAS_RETRIES):
-            current = self._read(task_id)
+
+        def attempt(current: TaskRecord) -> Task | None:
             if current.status == TaskStatus.CANCELLED:
                 self.store.drop_entry_of(current)
-                return self._view(current)
+                return replace(self._view(current), occurrence_may_run=False)
             if expected_version is not None and current.version != expected_version:
                 raise version_mismatch(current, expected_version)
             require_changeable(current)
@@ -400,12 +403,15 @@ class Editor:
                 updated_at=now,
                 expires_at=now + timedelta(days=self.settings.retention_days),
             )
-            if self.store.swap_occurrence(current, updated, None, leaving=self.store.entry_of(current)):
-                extra = self.store.extra_of(current)
-                if extra is not None:  # a waiting "run now" goes too (else the worker drops it as stale)
-                    self.store.discard_entry(extra)
-                return self._view(updated)
-        raise ConflictError("id: task is changing too often; retry", field="id")
+            if not self.store.swap_occurrence(current, updated, None, leaving=self.store.entry_of(current)):
+                return None
+            extra = self.store.extra_of(current)
+            if extra is not None:  # a waiting "run now" goes too (else the worker drops it as stale)
+                self.store.discard_entry(extra)
+            may_run = _claimable(current, self.clock.now())  # the clock read after the commit
+            return replace(self._view(updated), occurrence_may_run=may_run)
+
+        return self._compare_and_set(task_id, attempt)
 
     # ------------------------------------------------------------------ steer
     def pause(self, task_id: str, *, expected_version: int | None = None) -> Task:
@@ -489,8 +495,8 @@ class Editor:
         A task already in the `applied` status is returned as it is: the change is a repeat of one
         that committed. An entry the first attempt failed to delete is stale: the worker deletes a
         live one when it falls due, the paused listing a parked one."""
-        for _ in range(_MAX_CAS_RETRIES):
-            current = self._read(task_id)
+
+        def attempt(current: TaskRecord) -> Task | None:
             if current.status == applied:
                 return self._view(current)
             if expected_version is not None and current.version != expected_version:
@@ -498,15 +504,26 @@ class Editor:
             updated, run, parked = change(current, self.clock.now())
             leaving = self.store.entry_of(current) if pointer is Pointer.SCHEDULE else None
             cover = _HeadCover(None if parked else self.runtime.rule_sync)
-            if self.store.swap_occurrence(
+            if not self.store.swap_occurrence(
                 current, updated, run, leaving=leaving, parked=parked, pointer=pointer, after_entry=cover
             ):
-                if run is not None and not parked:
-                    self._cover(updated.id, run.run_at, cover.state)
-                return self._view(updated)
-        raise ConflictError("id: task is changing too often; retry", field="id")
+                return None
+            if run is not None and not parked:
+                self._cover(updated.id, run.run_at, cover.state)
+            return self._view(updated)
+
+        return self._compare_and_set(task_id, attempt)
 
     # ------------------------------------------------------------------ helpers
+    def _compare_and_set(self, task_id: str, attempt: Callable[[TaskRecord], _Result | None]) -> _Result:
+        """`attempt(current)` on a fresh read of the task until it answers (None: its conditional
+        write lost to another writer), at most MAX_CAS_ATTEMPTS times."""
+        for _ in range(MAX_CAS_ATTEMPTS):
+            result = attempt(self._read(task_id))
+            if result is not None:
+                return result
+        raise TaskBusyError()
+
     def _read(self, task_id: str) -> TaskRecord:
         current = self.store.get_task(task_id)
         if current is None:
@@ -535,6 +552,17 @@ class Editor:
                 status = TaskStatus.RUNNING
         run_now_at = split_queue_sort_key(record.extra_key)[0] if record.extra_key else None
         return Task.of(record, status=status, next_attempt_at=next_attempt, run_now_at=run_now_at)
+
+
+def _claimable(record: TaskRecord, now: datetime) -> bool:
+    """Whether a worker could have claimed an occurrence of `record` by `now`: a worker claims one
+    at the earliest CLAIM_AHEAD_SECONDS before its time (the schedule's, or a waiting "run now")."""
+    if record.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
+        return False
+    # A paused task's schedule entry is parked: only its "run now" can run.
+    keys = (record.extra_key, record.queue_key if record.status == TaskStatus.PENDING else None)
+    horizon = now + timedelta(seconds=CLAIM_AHEAD_SECONDS)
+    return any(split_queue_sort_key(key)[0] <= horizon for key in keys if key is not None)
 
 
 __all__ = ["Editor"]

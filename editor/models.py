@@ -78,6 +78,10 @@ class Task(TaskFields):
 
     next_attempt_at: datetime | None = None
     run_now_at: datetime | None = None  # a "run now" occurrence waits (or retries) for this time
+    # Only in a cancel's answer: whether an occurrence may still run (one a worker could already
+    # have claimed completes and shows in `last_run`; nothing after it runs). Not part of equality
+    # or of `to_dict`: the cancelled task reads back equal to it.
+    occurrence_may_run: bool | None = field(default=None, compare=False)
 
     @property
     def schedule(self) -> ScheduleKind:
@@ -107,6 +111,7 @@ class Task(TaskFields):
         the payload is JSON already and is passed through, so reading a task never recurses over a
         client's nesting."""
         body = {_PUBLIC_NAMES.get(f.name, f.name): _json_value(getattr(self, f.name)) for f in fields(self)}
+        del body["occurrence_may_run"]  # the cancel's side answer, not the task's (the API: 202/204)
         if self.last_run is not None:
             body["last_run"] = {
                 f.name: _json_value(getattr(self.last_run, f.name)) for f in fields(self.last_run)

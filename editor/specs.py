@@ -141,15 +141,16 @@ def check_end(end: Any, kind: ScheduleKind, first_due: datetime) -> datetime | N
     return parsed
 
 
+def check_integer(name: str, value: Any, low: int, high: int) -> int:
+    """`value` if it is an integer from `low` to `high` (a bool is not), else a ValidationError
+    naming field `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{name}: must be an integer between {low} and {high}", field=name)
+    return value
+
+
 def check_policy(max_attempts: Any, backoff: Any, grace: Any) -> dict[str, Any]:
-    if (
-        isinstance(max_attempts, bool)
-        or not isinstance(max_attempts, int)
-        or not MIN_ATTEMPTS <= max_attempts <= MAX_ATTEMPTS
-    ):
-        raise ValidationError(
-            f"max_attempts: must be an integer from {MIN_ATTEMPTS} to {MAX_ATTEMPTS}", field="max_attempts"
-        )
+    check_integer("max_attempts", max_attempts, MIN_ATTEMPTS, MAX_ATTEMPTS)
     if (
         isinstance(backoff, bool)
         or not isinstance(backoff, int | float)
@@ -194,8 +195,7 @@ def check_page(status: str | None, limit: Any, cursor: str | None) -> str | None
             f"status: can list {', '.join(LISTABLE_STATUSES)}; finished tasks are read by id",
             field="status",
         )
-    if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationError(f"limit: must be an integer between 1 and {MAX_PAGE_SIZE}", field="limit")
+    check_integer("limit", limit, 1, MAX_PAGE_SIZE)
     return decode_cursor(cursor) if cursor else None
 
 
@@ -230,8 +230,7 @@ def decode_cursor(cursor: str) -> str:
 
 def check_runs_page(limit: Any, cursor: str | None) -> int | None:
     """Check a run-history query; returns the run number its cursor continues before."""
-    if not isinstance(limit, int) or not 1 <= limit <= MAX_RUNS_PAGE_SIZE:
-        raise ValidationError(f"limit: must be an integer between 1 and {MAX_RUNS_PAGE_SIZE}", field="limit")
+    check_integer("limit", limit, 1, MAX_RUNS_PAGE_SIZE)
     if not cursor:
         return None
 
@@ -253,6 +252,4 @@ def check_jitter(seconds: Any) -> float | None:
 
 def check_count(count: Any) -> int:
     """How many upcoming occurrences to list: 1 to 100."""
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_UPCOMING:
-        raise ValidationError(f"count: must be an integer between 1 and {MAX_UPCOMING}", field="count")
-    return count
+    return check_integer("count", count, 1, MAX_UPCOMING)

@@ -34,6 +34,9 @@ DEFAULT_QUEUE_SHARDS = 16
 # time, not when the pass that ran the other has finished and the next one has read and claimed it.
 CLAIM_AHEAD_SECONDS = 1.0
 WAKE_AHEAD_SECONDS = 0.5
+# A compare-and-set loop (the editor's changes, the worker's completion) reads and writes again at
+# most this many times when another writer keeps moving the task's version.
+MAX_CAS_ATTEMPTS = 20
 # The store reads at most this many shards at once (one thread and one connection each).
 MAX_PARALLEL_SHARD_READS = 16
 

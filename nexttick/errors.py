@@ -60,6 +60,13 @@ class ConflictError(NextTickError):
     code = ErrorCode.CONFLICT
 
 
+class TaskBusyError(ConflictError):
+    """A compare-and-set change lost to other writers MAX_CAS_ATTEMPTS times in a row (409)."""
+
+    def __init__(self) -> None:
+        super().__init__("id: task is changing too often; retry", field="id")
+
+
 class VersionMismatchError(NextTickError):
     """`If-Match` / expected version does not match the stored version (HTTP 412)."""
 

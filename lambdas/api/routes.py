@@ -6,7 +6,6 @@ The editor and the app reach a route through Powertools dependencies (`Depends`)
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
@@ -44,12 +43,9 @@ from lambdas.api.models import (
 from lambdas.api.openapi import openapi_text
 from lambdas.api.requests import expected_version
 from nexttick import constants
-from nexttick.errors import ConflictError, ValidationError, VersionMismatchError
+from nexttick.errors import ValidationError
 from nexttick.schedules import MAX_UPCOMING
-from nexttick.store import TaskStatus
 
-# A cancel reads the task, then cancels that version; a task changing in between is read again.
-CANCEL_ATTEMPTS = 20
 DOCS_PATH = "/docs"
 
 router = Router()
@@ -174,17 +170,6 @@ def _task_response(task: Task, status: int = 200, base: str = "") -> Response[An
 def _task_body(task: Task) -> dict[str, Any]:
     """The response body of a task: the editor's Task rendered through the documented TaskOut."""
     return TaskOut.model_validate(task, from_attributes=True).model_dump(mode="json")
-
-
-def _occurrence_claimable(task: Task, now: datetime) -> bool:
-    """Whether a worker could have claimed the queued occurrence of a task read just before its
-    cancel, by `now` (taken after the cancel committed). A worker claims an occurrence at the
-    earliest CLAIM_AHEAD_SECONDS before it is due and reads the task right after its claim: if the
-    cancel committed before that, no worker can run it."""
-    if task.status not in (TaskStatus.PENDING, TaskStatus.RUNNING):
-        return False
-    run_at = task.next_attempt_at or task.due
-    return run_at is not None and run_at - timedelta(seconds=constants.CLAIM_AHEAD_SECONDS) <= now
 
 
 @_route(
@@ -329,7 +314,7 @@ def update_task(
     summary="Cancel a pending task",
     operation_id="cancelTask",
     description="204: cancelled before its occurrence could be claimed (a worker claims it at the "
-    "earliest 0.5 s before it is due); nothing of the task runs any more. "
+    f"earliest {constants.CLAIM_AHEAD_SECONDS:g} s before it is due); nothing of the task runs any more. "
     "202: cancelled while an occurrence was claimable (claimed, running, or about to be): that "
     "one occurrence may still complete, and its outcome then shows in `last_run`; nothing after "
     "it runs. Cancelling a cancelled task answers 204 again.",
@@ -340,19 +325,8 @@ def update_task(
     },
 )
 def cancel_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> Response[Any]:
-    expected = expected_version(if_match)
-    for _ in range(CANCEL_ATTEMPTS):
-        before = editor.get(id)
-        try:
-            task = editor.cancel(id, expected_version=before.version if expected is None else expected)
-        except VersionMismatchError:
-            if expected is not None:
-                raise
-            continue  # changed between the read and the cancel (e.g. a run completed): look again
-        if _occurrence_claimable(before, editor.clock.now()):
-            return _task_response(task, 202)
-        return Response(status_code=204, body="")
-    raise ConflictError("id: task is changing too often; retry", field="id")
+    task = editor.cancel(id, expected_version=expected_version(if_match))
+    return _task_response(task, 202) if task.occurrence_may_run else Response(status_code=204, body="")
 
 
 @_route(

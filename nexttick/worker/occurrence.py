@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from nexttick.actions import ActionRegistry, Delivery
+from nexttick.constants import MAX_CAS_ATTEMPTS
 from nexttick.observability import logger
 from nexttick.runtime import Runtime
 from nexttick.store import Pointer
@@ -44,7 +45,6 @@ from nexttick.worker.sharing import ShardSharing
 
 MIN_DEFER = timedelta(seconds=2)
 MAX_DEFER = timedelta(seconds=60)
-MAX_CAS_ATTEMPTS = 20
 _LOG_KEYS = ("task_id", "scheduled_for", "attempt")
 
 

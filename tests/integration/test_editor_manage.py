@@ -420,6 +420,34 @@ def test_a_cancelled_task_cannot_change_cancels_again_and_unknown_is_not_found(
     assert missing.value.field == "id"
 
 
+def test_cancel_says_whether_an_occurrence_may_still_run(
+    editor: Editor, frozen_now: time_machine.Traveller
+) -> None:
+    # Given a task due in an hour, one due within a worker's claim-ahead, and two paused ones, one
+    # of them with a "run now" waiting
+    later, soon = editor.schedule_in("log", 3600), editor.schedule_in("log", 0.8)
+    parked, asked = editor.schedule_in("log", 3600), editor.schedule_in("log", 3600)
+    editor.pause(parked.id)
+    editor.pause(asked.id)
+    editor.run_now(asked.id)
+    # When each is cancelled, Then only those a worker could already hold may still run
+    answers = {
+        name: editor.cancel(task.id)
+        for name, task in [("later", later), ("soon", soon), ("parked", parked), ("asked", asked)]
+    }
+    assert {name: task.occurrence_may_run for name, task in answers.items()} == {
+        "later": False,
+        "soon": True,
+        "parked": False,
+        "asked": True,
+    }
+    # And a repeated cancel finds nothing left to run; the answer is the task as it reads back
+    assert editor.cancel(soon.id).occurrence_may_run is False
+    assert editor.get(soon.id) == answers["soon"]
+    assert editor.get(soon.id).to_dict() == answers["soon"].to_dict()
+    assert editor.get(soon.id).occurrence_may_run is None
+
+
 def test_cancel_honours_expected_version(editor: Editor, frozen_now: time_machine.Traveller) -> None:
     task = editor.schedule_in("log", 600)
     with pytest.raises(VersionMismatchError):
