@@ -23,6 +23,7 @@ from editor.models import (
     Upcoming,
     UpcomingRuns,
 )
+from editor.specs import LISTABLE_STATUSES, TIME_FIELDS
 from nexttick.errors import (
     ConflictError,
     NextTickError,
@@ -32,8 +33,12 @@ from nexttick.errors import (
     ValidationError,
     VersionMismatchError,
 )
+from nexttick.store import AWS_FAILURES, TaskStatus
 
 __all__ = [
+    "AWS_FAILURES",
+    "LISTABLE_STATUSES",
+    "TIME_FIELDS",
     "ConflictError",
     "CreateResult",
     "Editor",
@@ -48,6 +53,7 @@ __all__ = [
     "TaskChanges",
     "TaskNotFoundError",
     "TaskSpec",
+    "TaskStatus",
     "UnknownActionError",
     "Upcoming",
     "UpcomingRuns",

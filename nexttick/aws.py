@@ -23,7 +23,7 @@ from nexttick.constants import (
     WORKER_EVENT_SOURCE,
     WORKER_EVENT_WAKE,
 )
-from nexttick.schedules import rule_expression
+from nexttick.ruletiming import rule_expression
 from nexttick.timeutil import format_instant
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from nexttick.clock import Clock
-from nexttick.schedules import Timing
+from nexttick.ruletiming import Timing
 from nexttick.store.records import RuleState, ShardFront
 
 logger = logging.getLogger(__name__)

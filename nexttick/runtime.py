@@ -13,7 +13,7 @@ from nexttick.aws import AwsSession, EventBridgeRule, LambdaWorkerTrigger, make_
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings, get_settings
 from nexttick.rulesync import RuleSync, WorkerTrigger
-from nexttick.schedules import Timing
+from nexttick.ruletiming import Timing
 from nexttick.store import TaskStore
 
 

@@ -20,11 +20,11 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 
+from editor import AWS_FAILURES
 from lambdas.api.models import PATTERN_MESSAGES, ErrorCode
 from lambdas.api.requests import MalformedRequest
 from nexttick.errors import NextTickError
 from nexttick.observability import logger
-from nexttick.store import AWS_FAILURES
 
 # Unexpected errors are logged clipped: a RecursionError's traceback, or an error quoting the request,
 # would otherwise make one log line of megabytes.

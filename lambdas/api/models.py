@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from editor import LISTABLE_STATUSES, TIME_FIELDS, TaskStatus
 from editor.changes import MAX_CATCH_UP, MAX_SKIP
 from nexttick.constants import (
     MAX_ACTION_LENGTH,
@@ -33,10 +34,7 @@ from nexttick.constants import (
 from nexttick.constants import TASK_ID_PATTERN as TASK_ID_REGEX
 from nexttick.errors import ErrorCode, NextTickError
 from nexttick.schedules import MAX_JITTER_SECONDS, ScheduleKind
-from nexttick.store import TaskStatus
 from nexttick.timeutil import parse_duration
-
-_TIME_FIELDS = ("due", "delay_seconds", "cron", "every")
 
 # Patterns document (and pre-check) the shapes the editor parses; it still checks the values.
 INSTANT_REGEX = (
@@ -169,7 +167,7 @@ class CreateTaskRequest(_TimeFields):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "oneOf": [{"required": [name]} for name in _TIME_FIELDS],
+            "oneOf": [{"required": [name]} for name in TIME_FIELDS],
             "dependentRequired": {name: ["cron"] for name in ("timezone", "dst_skipped", "dst_repeated")},
             "dependentSchemas": {"end": {"anyOf": [{"required": ["cron"]}, {"required": ["every"]}]}},
         }
@@ -202,7 +200,7 @@ class UpdateTaskRequest(_TimeFields):
     model_config = ConfigDict(
         json_schema_extra={
             "minProperties": 1,
-            "not": {"anyOf": [{"required": list(pair)} for pair in combinations(_TIME_FIELDS, 2)]},
+            "not": {"anyOf": [{"required": list(pair)} for pair in combinations(TIME_FIELDS, 2)]},
         }
     )
 
@@ -256,10 +254,10 @@ class LastRun(BaseModel):
     fired_at: datetime | None = Field(None, description="When a worker claimed the attempt.")
 
 
-class ListableStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    PAUSED = "paused"
+# The statuses `GET /tasks` filters on: the editor's list (mypy cannot read members built from it).
+ListableStatus = StrEnum(  # type: ignore[misc]
+    "ListableStatus", {status.name: status.value for status in LISTABLE_STATUSES}
+)
 
 
 class ResumeRequest(_Strict):

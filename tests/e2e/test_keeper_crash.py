@@ -34,7 +34,7 @@ import pytest
 import requests
 
 from bench.localstack import REPO, LocalStackProcess, Receiver, parse_time, rfc3339, stack_environment
-from nexttick.schedules import Timing
+from nexttick.ruletiming import Timing
 
 pytestmark = [pytest.mark.xdist_group("keeper-e2e"), pytest.mark.slow]
 

@@ -33,7 +33,7 @@ from bench.localstack import (
     rfc3339,
     stack_environment,
 )
-from nexttick.schedules import Timing, rule_expression
+from nexttick.ruletiming import Timing, rule_expression
 
 pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow]
 

@@ -20,7 +20,7 @@ from editor import (
     ValidationError,
 )
 from nexttick.constants import EPOCH_EXPRESSION
-from nexttick.schedules import rule_expression
+from nexttick.ruletiming import rule_expression
 from nexttick.store.keys import queue_sort_key
 from tests.support.aws import RecordedRuntime
 from tests.support.oplog import OperationLog, all_entries

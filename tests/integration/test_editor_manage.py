@@ -21,7 +21,7 @@ from editor import (
     VersionMismatchError,
 )
 from local.meter import DynamoMeter
-from nexttick.schedules import rule_expression
+from nexttick.ruletiming import rule_expression
 from tests.support.aws import RecordedRuntime, task_write
 from tests.support.oplog import OperationLog, all_entries
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import time_machine
 
+from editor import Task
 from lambdas.worker import handler as worker_handler
 from nexttick.config import NextTickSettings, Precision
 from nexttick.timeutil import floor_minute
@@ -134,19 +135,26 @@ def test_a_waiting_worker_claims_and_reads_ahead_so_that_at_the_instant_only_the
     assert [op for at, op, _ in calls if task.due <= at < call.at] == []
 
 
+def waited_for_and_one_after(env: WorkerEnv, settings: NextTickSettings, seconds: float) -> tuple[Task, Task]:
+    """A task due in 3 s (too close to arm: the editor woke the worker, which waits for it) and
+    one due `seconds` after it; `second` mode only."""
+    if settings.precision is not Precision.SECOND:
+        pytest.skip("only `second` mode waits for an instant")
+    first = env.editor.schedule_at("record", env.now() + timedelta(seconds=3))
+    assert first.due is not None
+    return first, env.editor.schedule_at("record", first.due + timedelta(seconds=seconds))
+
+
 def test_a_task_due_just_after_the_one_waited_for_is_claimed_with_it(
     env: WorkerEnv, settings: NextTickSettings
 ) -> None:
-    if settings.precision is not Precision.SECOND:
-        pytest.skip("only `second` mode waits for an instant")
-    # Given a task due in 3 s (the editor woke the worker, which waits for it) and one due 0.4 s later
-    first = env.editor.schedule_at("record", env.now() + timedelta(seconds=3))
-    assert first.due is not None
-    second = env.editor.schedule_at("record", first.due + timedelta(seconds=0.4))
+    # Given a task the worker waits for and one due 0.4 s after it
+    first, second = waited_for_and_one_after(env, settings, 0.4)
     # When that worker runs
     report = invoke(env, {"source": "nexttick", "action": "wake", "reason": "due-soon"})
     # Then both ran once, neither before its instant
     [first_call], [second_call] = RECORDER.calls[first.id], RECORDER.calls[second.id]
+    assert first.due is not None and second.due is not None
     assert first_call.at >= first.due and second_call.at >= second.due
     # And in two passes: the wake's (nothing within the claim-ahead yet) and the one the wait for the
     # first ends in, which claims both. A third would be the second claimed only after the first
@@ -157,13 +165,9 @@ def test_a_task_due_just_after_the_one_waited_for_is_claimed_with_it(
 def test_a_task_due_while_another_still_runs_is_claimed_by_a_roll_and_starts_on_time(
     env: WorkerEnv, settings: NextTickSettings
 ) -> None:
-    if settings.precision is not Precision.SECOND:
-        pytest.skip("only `second` mode waits for an instant")
-    # Given a task due in 3 s whose action runs until another task has started (at most 5 s), and a
-    # task due 0.7 s after it: past the claim-ahead window of the pass that claims the first
-    first = env.editor.schedule_at("record", env.now() + timedelta(seconds=3))
-    assert first.due is not None
-    second = env.editor.schedule_at("record", first.due + timedelta(seconds=0.7))
+    # Given a task the worker waits for, whose action runs until another task has started (at most
+    # 5 s), and a task due 0.7 s after it: past the claim-ahead window of the pass that claims the first
+    first, second = waited_for_and_one_after(env, settings, 0.7)
     second_started, first_saw_it = threading.Event(), []
     RECORDER.during[second.id] = lambda _: second_started.set()
     RECORDER.during[first.id] = lambda _: first_saw_it.append(second_started.wait(5))

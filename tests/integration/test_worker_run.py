@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from nexttick.config import NextTickSettings
-from nexttick.schedules import Timing
+from nexttick.ruletiming import Timing
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from nexttick.schedules import Timing
+from nexttick.ruletiming import Timing
 from nexttick.store import TaskStore
 from nexttick.store.records import QueueEntry, TaskRecord, TaskStatus
 from nexttick.timeutil import floor_minute, parse_instant

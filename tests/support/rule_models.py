@@ -25,8 +25,8 @@ from typing import Any, cast
 
 from nexttick.config import Precision
 from nexttick.rulesync import DueShards, Outcome, RearmResult, RuleSync, WaitClaim, head_later
+from nexttick.ruletiming import Timing
 from nexttick.runtime import Runtime
-from nexttick.schedules import Timing
 from nexttick.store.records import RuleState, ShardFront
 from nexttick.worker.loop import PassResult, RunReport, Worker
 from tests.support.interleave import Op, Replay, Stepper

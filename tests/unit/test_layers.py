@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "nexttick": 0,  # the package itself: its version and name
     "nexttick.store": 1,
     "nexttick.schedules": 1,
+    "nexttick.ruletiming": 1,
     "nexttick.aws": 1,
     "nexttick.actions": 1,
     "nexttick.rulesync": 2,
@@ -139,6 +140,15 @@ def test_pynamodb_stays_inside_the_store(path: Path) -> None:
     if module.startswith("nexttick.store"):
         return
     assert not [name for name in _imports(path) if name.split(".")[0] == "pynamodb"], module
+
+
+def test_the_api_speaks_through_the_editor_not_the_store() -> None:
+    offenders = {
+        _module_name(path): sorted(name for name in _imports(path) if name.startswith("nexttick.store"))
+        for path in SOURCES
+        if _module_name(path).startswith("lambdas.api")
+    }
+    assert {module: names for module, names in offenders.items() if names} == {}
 
 
 def test_nothing_deployed_imports_tooling_infra_or_tests() -> None:

@@ -20,7 +20,7 @@ from pyawscron import AWSCron
 from nexttick.aws import parse_rule_minute
 from nexttick.config import Precision
 from nexttick.constants import EPOCH_EXPRESSION
-from nexttick.schedules import Timing, rule_expression
+from nexttick.ruletiming import Timing, rule_expression
 from nexttick.timeutil import floor_minute, parse_instant
 
 SIX_FIELDS_PINNED = re.compile(r"^cron\((\d{1,2}) (\d{1,2}) (\d{1,2}) (\d{1,2}) \? (\d{4})\)$")

@@ -11,7 +11,8 @@ from croniter import croniter
 
 from nexttick.config import Precision
 from nexttick.errors import ValidationError
-from nexttick.schedules import Recurrence, ScheduleKind, Timing, load_zone, validate_cron
+from nexttick.ruletiming import Timing
+from nexttick.schedules import Recurrence, ScheduleKind, load_zone, validate_cron
 from nexttick.timeutil import floor_minute
 
 
