@@ -28,14 +28,14 @@ from collections import Counter, defaultdict
 from collections.abc import Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
 from nexttick import constants
 from nexttick.actions import ActionRegistry
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
-from nexttick.rulesync import Outcome, WaitClaim, read_starts
+from nexttick.rulesync import DueShards, Outcome, WaitClaim, read_starts
 from nexttick.runtime import Runtime
 from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
@@ -79,6 +79,19 @@ class RunReport:
             "waited_seconds": round(self.waited_seconds, 3),
             **{str(k): v for k, v in sorted(self.results.items())},
         }
+
+
+@dataclass
+class _Held:
+    """What a pass holds: its occurrences in flight, and per shard the last entry it took and the
+    first no later read may start past (one it did not take, or took and left unfinished:
+    abandoned, deferred, another invocation's)."""
+
+    in_flight: dict[Future[Done], QueueEntry] = field(default_factory=dict)
+    taken: dict[int, str] = field(default_factory=dict)
+    left: dict[int, str] = field(default_factory=dict)
+    submitted: int = 0
+    full: bool = False  # a pool's worth or more, or stopped early: more may be due at once
 
 
 class Worker:
@@ -182,66 +195,83 @@ class Worker:
         reads on from after what it took (a *roll*): what comes due just after the window is claimed
         ahead too, instead of by the pass that starts when the last of these has finished."""
         self.report.passes += 1
-        in_flight: set[Future[Done]] = set()
-        submitted, full = 0, False
-        # Per shard, the first entry no later read may start past: one this pass did not take, or
-        # one it took and left unfinished (abandoned, deferred, another invocation's).
-        left: dict[int, str] = {}
-        taken: dict[int, str] = {}  # per shard, the last entry it took
-        entries: dict[Future[Done], QueueEntry] = {}  # the occurrences in flight
+        held = _Held()
         with self.leases.renewing():
             while True:
                 now = self.clock.now()
                 until = now + self.claim_ahead
                 due = self.runtime.rule_sync.due_shards(until, self.sharing.group)
                 self._read = due.record
-                if not due.shards and not submitted:
+                if not due.shards and not held.submitted:
                     return PassResult.EMPTY
-                past = {**self._resume, **{shard: key + "\x00" for shard, key in taken.items()}}
-                for entry in self.store.merged_entries(
-                    up_to=until,
-                    page_size=self.settings.page_size,
-                    shards=due.shards,
-                    cursors=read_starts(due.record.cursors, past),
-                ):
-                    if not self.sharing.takes(entry, now):
-                        _stop_at(left, entry)
-                        continue  # leased elsewhere (its lease end is part of the head), or not ours now
-                    if len(in_flight) >= pool_size:
-                        full = self.sharing.in_burst = True
-                        if self.sharing.fan_out():
-                            self.sharing.release_probe(entry.shard)
-                            _stop_at(left, entry)
-                            break  # the next pass reads only this invocation's group
-                    while len(in_flight) >= pool_size:
-                        done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                        self._collect(done, entries, left)
-                    if self.remaining() < self.margin or drain.stopping():
-                        self.sharing.release_probe(entry.shard)
-                        _stop_at(left, entry)
-                        full = True
-                        break  # out of time, or the process is stopping: finish what is held
-                    self.touched.add(entry.shard)
-                    # The invocation's log context (function, request id) follows the occurrence.
-                    future = pool.submit(contextvars.copy_context().run, self.runner.process, entry)
-                    in_flight.add(future)
-                    entries[future] = entry
-                    taken[entry.shard] = entry.key
-                    submitted += 1
-                else:
-                    # Roll only a read that ended before its window did: one that ran past it (a
-                    # burst) leaves what came due meanwhile to the next pass, as a pool's worth does.
-                    if in_flight and self.clock.now() < until:
-                        roll_at = until - timedelta(seconds=ROLL_BEFORE_SECONDS)
-                        pause = max((roll_at - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
-                        done, in_flight = wait(in_flight, timeout=pause)
-                        self._collect(done, entries, left)
-                        if in_flight and self.remaining() >= self.margin and not drain.stopping():
-                            continue  # roll
-                break
-            self._collect(wait(in_flight).done, entries, left)
-        for shard, key in taken.items():
-            self._resume[shard] = left.get(shard, key + "\x00")  # "\x00": just after `key`
+                stopped = self._submit(pool, pool_size, held, due, now, until)
+                if stopped or not self._rolls(held, until):
+                    break
+            self._collect(wait(held.in_flight).done, held)
+        for shard, key in held.taken.items():
+            self._resume[shard] = held.left.get(shard, key + "\x00")  # "\x00": just after `key`
+        self._emit_pass_metrics(held.submitted)
+        if not held.submitted:
+            return PassResult.EMPTY
+        return PassResult.FULL if held.full else PassResult.DRAINED
+
+    def _submit(
+        self,
+        pool: ThreadPoolExecutor,
+        pool_size: int,
+        held: _Held,
+        due: DueShards,
+        now: datetime,
+        until: datetime,
+    ) -> bool:
+        """Submit the claimable entries of the due shards up to `until`, each shard read from just
+        after what the pass took; True when it stopped early (a fan-out, out of time, stopping)."""
+        past = {**self._resume, **{shard: key + "\x00" for shard, key in held.taken.items()}}
+        for entry in self.store.merged_entries(
+            up_to=until,
+            page_size=self.settings.page_size,
+            shards=due.shards,
+            cursors=read_starts(due.record.cursors, past),
+        ):
+            if not self.sharing.takes(entry, now):
+                _stop_at(held.left, entry)
+                continue  # leased elsewhere (its lease end is part of the head), or not ours now
+            if len(held.in_flight) >= pool_size:
+                held.full = self.sharing.in_burst = True
+                if self.sharing.fan_out():
+                    self._stop_before(entry, held)
+                    return True  # the next pass reads only this invocation's group
+            while len(held.in_flight) >= pool_size:
+                self._collect(wait(held.in_flight, return_when=FIRST_COMPLETED).done, held)
+            if self.remaining() < self.margin or drain.stopping():
+                held.full = True
+                self._stop_before(entry, held)
+                return True  # out of time, or the process is stopping: finish what is held
+            self.touched.add(entry.shard)
+            # The invocation's log context (function, request id) follows the occurrence.
+            future = pool.submit(contextvars.copy_context().run, self.runner.process, entry)
+            held.in_flight[future] = entry
+            held.taken[entry.shard] = entry.key
+            held.submitted += 1
+        return False
+
+    def _stop_before(self, entry: QueueEntry, held: _Held) -> None:
+        self.sharing.release_probe(entry.shard)
+        _stop_at(held.left, entry)
+
+    def _rolls(self, held: _Held, until: datetime) -> bool:
+        """Whether the pass reads on: it still holds occurrences ROLL_BEFORE_SECONDS before its
+        window ends (waiting for them until then). Only a read that ended before its window did
+        rolls: one that ran past it (a burst) leaves what came due meanwhile to the next pass, as a
+        pool's worth does."""
+        if not held.in_flight or self.clock.now() >= until:
+            return False
+        roll_at = until - timedelta(seconds=ROLL_BEFORE_SECONDS)
+        pause = max((roll_at - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
+        self._collect(wait(held.in_flight, timeout=pause).done, held)
+        return bool(held.in_flight) and self.remaining() >= self.margin and not drain.stopping()
+
+    def _emit_pass_metrics(self, submitted: int) -> None:
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
         self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
@@ -250,20 +280,15 @@ class Worker:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
         lateness_by_kind, self._lateness_by_kind = self._lateness_by_kind, defaultdict(list)
         emit_by_dimensions(constants.METRIC_LATENESS, MetricUnit.Milliseconds, lateness_by_kind)
-        if not submitted:
-            return PassResult.EMPTY
-        return PassResult.FULL if full else PassResult.DRAINED
 
-    def _collect(
-        self, done: set[Future[Done]], entries: dict[Future[Done], QueueEntry], left: dict[int, str]
-    ) -> None:
-        """Count the finished occurrences; note in `left` each entry left unfinished. `entries`
-        forgets each one collected: a pass's memory stays bounded by the pool, not the burst."""
+    def _collect(self, done: set[Future[Done]], held: _Held) -> None:
+        """Count the finished occurrences; note in `held.left` each entry left unfinished. The pass
+        forgets each one collected: its memory stays bounded by the pool, not the burst."""
         for future in done:
             outcome = future.result()  # a BaseException (crash) propagates and ends the run
-            entry = entries.pop(future)
+            entry = held.in_flight.pop(future)
             if not outcome.result.ended:
-                _stop_at(left, entry)
+                _stop_at(held.left, entry)
             self.report.results[outcome.result] += 1
             if outcome.result.ran:
                 self._counts[constants.METRIC_RUNS] += 1
