@@ -57,7 +57,7 @@ test-infra: $(STAMP)
 test-e2e: $(STAMP)
 	$(VENV)/bin/pytest tests/e2e
 
-lint: $(STAMP) ## ruff + mypy
+lint: $(STAMP) ## ruff (with its complexity gate, pyproject.toml) + mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy

@@ -115,42 +115,55 @@ class Client:
     def run_one(self, operation: str) -> None:
         if operation != "create" and not self.due:
             operation = "create"
-        if operation == "create":
-            self.created += 1
-            task_id = f"load-{self.index}-{self.created}"
-            due = time.time() + self.rng.uniform(*DUE_AHEAD)
-            body = {"action": "hook", "due": rfc3339(due), "id": task_id, "payload": {"client": self.index}}
-            response = self.request("POST", "/tasks", json=body)
-            if self.expect(response, 201):
-                assert response is not None
-                self.due[task_id] = due
-                self.version[task_id] = int(response.json()["version"])
-        elif operation == "get":
-            self.expect(self.request("GET", f"/tasks/{self.rng.choice(list(self.due))}"), 200)
-        elif operation == "list":
-            self.expect(self.request("GET", "/tasks", params={"limit": 50}), 200)
-        elif operation == "reschedule":
-            target = self.changeable()
-            if target is None:
-                return self.run_one("list")
-            due = time.time() + self.rng.uniform(*DUE_AHEAD)
-            response = self.request("PATCH", f"/tasks/{target}", json={"due": rfc3339(due)})
-            if self.expect(response, 200, 409):
-                assert response is not None
-                if response.status_code == 200:
-                    self.due[target] = due
-                    self.version[target] = int(response.json()["version"])
-        else:
-            target = self.changeable()
-            if target is None:
-                return self.run_one("get")
-            response = self.request("DELETE", f"/tasks/{target}")
-            if self.expect(response, 204, 202, 409):
-                assert response is not None
-                if response.status_code == 204:
-                    self.cancelled.add(target)
-                elif response.status_code == 202:
-                    self.maybe.add(target)
+        {
+            "create": self._create,
+            "get": self._get,
+            "list": self._list,
+            "reschedule": self._reschedule,
+            "cancel": self._cancel,
+        }[operation]()
+
+    def _create(self) -> None:
+        self.created += 1
+        task_id = f"load-{self.index}-{self.created}"
+        due = time.time() + self.rng.uniform(*DUE_AHEAD)
+        body = {"action": "hook", "due": rfc3339(due), "id": task_id, "payload": {"client": self.index}}
+        response = self.request("POST", "/tasks", json=body)
+        if self.expect(response, 201):
+            assert response is not None
+            self.due[task_id] = due
+            self.version[task_id] = int(response.json()["version"])
+
+    def _get(self) -> None:
+        self.expect(self.request("GET", f"/tasks/{self.rng.choice(list(self.due))}"), 200)
+
+    def _list(self) -> None:
+        self.expect(self.request("GET", "/tasks", params={"limit": 50}), 200)
+
+    def _reschedule(self) -> None:
+        target = self.changeable()
+        if target is None:
+            return self._list()
+        due = time.time() + self.rng.uniform(*DUE_AHEAD)
+        response = self.request("PATCH", f"/tasks/{target}", json={"due": rfc3339(due)})
+        if self.expect(response, 200, 409):
+            assert response is not None
+            if response.status_code == 200:
+                self.due[target] = due
+                self.version[target] = int(response.json()["version"])
+        return None
+
+    def _cancel(self) -> None:
+        target = self.changeable()
+        if target is None:
+            return self._get()
+        response = self.request("DELETE", f"/tasks/{target}")
+        if self.expect(response, 204, 202, 409):
+            assert response is not None
+            if response.status_code == 204:
+                self.cancelled.add(target)
+            elif response.status_code == 202:
+                self.maybe.add(target)
         return None
 
 

@@ -17,6 +17,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -163,11 +164,28 @@ def build_event(
 LISTEN_BACKLOG = 1024
 
 
+@dataclass(frozen=True)
+class _Target:
+    """The function behind the gateway and how API Gateway describes its requests to it."""
+
+    invoke: LambdaHandler
+    resources: tuple[str, ...]
+    stage: str
+    function_name: str
+    timeout_seconds: float
+    region: str
+
+
 class _GatewayHTTPServer(ThreadingHTTPServer):
-    """One thread per connection, as ThreadingHTTPServer, with a listen backlog that takes bursts."""
+    """One thread per connection, as ThreadingHTTPServer, with a listen backlog that takes bursts;
+    every request goes to `target`."""
 
     daemon_threads = True
     request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, address: tuple[str, int], target: _Target) -> None:
+        super().__init__(address, _GatewayHandler)
+        self.target = target
 
 
 class GatewayServer:
@@ -226,7 +244,6 @@ def serve(
     threads at once it mixes requests up (500s, another request's body; bench/localload.py).
     Without it, concurrent requests call `handler` concurrently.
     """
-    templates = tuple(resources)
     invoke: LambdaHandler = handler
     if one_at_a_time:
         environment = threading.Lock()
@@ -235,93 +252,99 @@ def serve(
             with environment:
                 return handler(event, context)
 
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "nexttick-gateway"
+    target = _Target(invoke, tuple(resources), stage, function_name, timeout_seconds, region)
+    return GatewayServer(_GatewayHTTPServer((host, port), target))
 
-        def _dispatch(self) -> None:
-            length = self._content_length()
-            if length is None:
-                return
-            if length > MAX_REQUEST_BYTES:
-                self._reply(413, {"Content-Type": "application/json"}, b'{"message":"Request Too Long"}')
-                self.close_connection = True
-                return
-            body = self.rfile.read(length) if length else b""
-            event = build_event(
-                method=self.command,
-                raw_path=self.path,
-                headers=list(self.headers.items()),
-                body=body,
-                stage=stage,
-                resources=templates,
-                source_ip=self.client_address[0],
-            )
-            context = LambdaContext(
-                function_name=function_name, timeout_seconds=timeout_seconds, region=region
-            )
-            try:
-                result = invoke(event, context)
-            except Exception:  # API Gateway answers a failed invocation with 502
-                logger.exception("handler raised for %s %s", self.command, self.path)
-                self._reply(502, {"Content-Type": "application/json"}, _INTERNAL_ERROR)
-                return
-            self._send_result(result)
 
-        def _content_length(self) -> int | None:
-            raw = self.headers.get("Content-Length", "0") or "0"
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                self._reply(411, {"Content-Type": "application/json"}, b'{"message":"Length Required"}')
-                self.close_connection = True
-                return None
-            try:
-                length = int(raw)
-                if length < 0:
-                    raise ValueError(raw)
-            except ValueError:
-                self._reply(400, {"Content-Type": "application/json"}, b'{"message":"Bad Request"}')
-                self.close_connection = True
-                return None
-            return length
+class _GatewayHandler(BaseHTTPRequestHandler):
+    """One HTTP request as API Gateway's Lambda proxy passes it on: an event, a context, the
+    function's answer back as the HTTP response."""
 
-        def _send_result(self, result: Mapping[str, Any]) -> None:
-            status = int(result.get("statusCode", 200))
-            raw_body = result.get("body") or ""
-            payload = base64.b64decode(raw_body) if result.get("isBase64Encoded") else str(raw_body).encode()
-            merged: list[tuple[str, str]] = []
-            multi = result.get("multiValueHeaders") or {}
-            for name, value in (result.get("headers") or {}).items():
-                if name not in multi:
-                    merged.append((name, str(value)))
-            for name, values in multi.items():
-                merged.extend((name, str(v)) for v in values)
-            self._reply(status, merged, payload)
+    server: _GatewayHTTPServer
+    protocol_version = "HTTP/1.1"
+    server_version = "nexttick-gateway"
 
-        def _reply(
-            self, status: int, headers: Mapping[str, str] | Iterable[tuple[str, str]], payload: bytes
-        ) -> None:
-            items = headers.items() if isinstance(headers, Mapping) else headers
-            self.send_response(status)
-            for name, value in items:
-                if name.lower() not in _HOP_BY_HOP:
-                    self.send_header(name, value)
-            no_body = status in (204, 304) or self.command == "HEAD"
-            self.send_header("Content-Length", "0" if status in (204, 304) else str(len(payload)))
-            self.end_headers()
-            if not no_body:
-                self.wfile.write(payload)
+    def _dispatch(self) -> None:
+        length = self._content_length()
+        if length is None:
+            return
+        if length > MAX_REQUEST_BYTES:
+            self._reply(413, {"Content-Type": "application/json"}, b'{"message":"Request Too Long"}')
+            self.close_connection = True
+            return
+        body = self.rfile.read(length) if length else b""
+        target = self.server.target
+        event = build_event(
+            method=self.command,
+            raw_path=self.path,
+            headers=list(self.headers.items()),
+            body=body,
+            stage=target.stage,
+            resources=target.resources,
+            source_ip=self.client_address[0],
+        )
+        context = LambdaContext(
+            function_name=target.function_name, timeout_seconds=target.timeout_seconds, region=target.region
+        )
+        try:
+            result = target.invoke(event, context)
+        except Exception:  # API Gateway answers a failed invocation with 502
+            logger.exception("handler raised for %s %s", self.command, self.path)
+            self._reply(502, {"Content-Type": "application/json"}, _INTERNAL_ERROR)
+            return
+        self._send_result(result)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            logger.debug("%s - %s", self.address_string(), format % args)
+    def _content_length(self) -> int | None:
+        raw = self.headers.get("Content-Length", "0") or "0"
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self._reply(411, {"Content-Type": "application/json"}, b'{"message":"Length Required"}')
+            self.close_connection = True
+            return None
+        try:
+            length = int(raw)
+            if length < 0:
+                raise ValueError(raw)
+        except ValueError:
+            self._reply(400, {"Content-Type": "application/json"}, b'{"message":"Bad Request"}')
+            self.close_connection = True
+            return None
+        return length
 
-        def __getattr__(self, name: str) -> Any:
-            # Every method reaches the handler (API Gateway's ANY method), which answers 405 itself.
-            if name.startswith("do_"):
-                return self._dispatch
-            raise AttributeError(name)
+    def _send_result(self, result: Mapping[str, Any]) -> None:
+        status = int(result.get("statusCode", 200))
+        raw_body = result.get("body") or ""
+        payload = base64.b64decode(raw_body) if result.get("isBase64Encoded") else str(raw_body).encode()
+        merged: list[tuple[str, str]] = []
+        multi = result.get("multiValueHeaders") or {}
+        for name, value in (result.get("headers") or {}).items():
+            if name not in multi:
+                merged.append((name, str(value)))
+        for name, values in multi.items():
+            merged.extend((name, str(v)) for v in values)
+        self._reply(status, merged, payload)
 
-    httpd = _GatewayHTTPServer((host, port), _Handler)
-    return GatewayServer(httpd)
+    def _reply(
+        self, status: int, headers: Mapping[str, str] | Iterable[tuple[str, str]], payload: bytes
+    ) -> None:
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        self.send_response(status)
+        for name, value in items:
+            if name.lower() not in _HOP_BY_HOP:
+                self.send_header(name, value)
+        no_body = status in (204, 304) or self.command == "HEAD"
+        self.send_header("Content-Length", "0" if status in (204, 304) else str(len(payload)))
+        self.end_headers()
+        if not no_body:
+            self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s - %s", self.address_string(), format % args)
+
+    def __getattr__(self, name: str) -> Any:
+        # Every method reaches the handler (API Gateway's ANY method), which answers 405 itself.
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
 
 
 __all__ = ["GatewayServer", "LambdaContext", "build_event", "serve"]
