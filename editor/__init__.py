@@ -22,6 +22,7 @@ from editor.models import (
     TaskSpec,
     Upcoming,
     UpcomingRuns,
+    as_json,
 )
 from editor.specs import LISTABLE_STATUSES, TIME_FIELDS
 from nexttick.errors import (
@@ -59,4 +60,5 @@ __all__ = [
     "UpcomingRuns",
     "ValidationError",
     "VersionMismatchError",
+    "as_json",
 ]

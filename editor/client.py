@@ -189,7 +189,7 @@ class Editor(EditorChanges):
         check_integer("minutes", minutes, 1, MAX_LATENESS_MINUTES)
         until = self.clock.now()
         since = until - timedelta(minutes=minutes)
-        return LatenessWindow(since, until, self.store.lateness_histogram(since, until))
+        return LatenessWindow.of(since, until, self.store.lateness_histogram(since, until))
 
     def upcoming(self, task_id: str, *, count: int = 10) -> UpcomingRuns:
         """The next `count` occurrences of a pending or paused task from its next due one (none once

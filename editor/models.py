@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from enum import Enum
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from nexttick.actions.base import idempotency_key
 from nexttick.schedules import ScheduleKind, UpcomingRun
 from nexttick.store.lateness import LatenessHistogram
 from nexttick.store.records import RunRecord, TaskFields, TaskRecord, TaskStatus
-from nexttick.timeutil import format_instant, rfc3339
+from nexttick.timeutil import format_instant
 
 UNSET: Any = object()  # "field not given" in TaskChanges (None may be a meaningful value)
 
@@ -70,18 +71,42 @@ class TaskChanges:
         return {k: v for k, v in self.__dict__.items() if v is not UNSET}
 
 
+# The editor's answers are the public shape of the library, the HTTP API and the CLI's `--json`:
+# pydantic renders them (`as_json`) and documents them (the API's OpenAPI document) from their
+# declarations here and in the store's TaskFields, so a field is declared once.
+_PUBLIC = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+# Public names where they differ from the record's (what the API and the CLI call them).
+_PUBLIC_NAMES = {"schedule_kind": "schedule"}
+RunResult = Literal["succeeded", "failed", "retrying", "skipped"]
+
+
 @dataclass(kw_only=True)
 class Task(TaskFields):
     """A task as users see it: its own fields, with `status` `running` while an occurrence holds a
     live lease, `timezone` and the DST policies only for a cron schedule, and the time a retry is
-    scheduled for."""
+    scheduled for. `version` is also sent as the ETag."""
 
-    next_attempt_at: datetime | None = None
-    run_now_at: datetime | None = None  # a "run now" occurrence waits (or retries) for this time
+    __pydantic_config__ = ConfigDict(
+        **_PUBLIC,
+        alias_generator=lambda name: _PUBLIC_NAMES.get(name, name),
+        serialize_by_alias=True,
+    )
+
+    next_attempt_at: Annotated[
+        datetime | None,
+        Field(
+            description="When the pending attempt starts, if not at `due`: a retry's time, or `due` "
+            "plus its jitter (UTC)."
+        ),
+    ] = None
+    run_now_at: Annotated[
+        datetime | None,
+        Field(description="A run-now occurrence is waiting (or retrying) for this time (UTC)."),
+    ] = None
     # Only in a cancel's answer: whether an occurrence may still run (one a worker could already
     # have claimed completes and shows in `last_run`; nothing after it runs). Not part of equality
-    # or of `to_dict`: the cancelled task reads back equal to it.
-    occurrence_may_run: bool | None = field(default=None, compare=False)
+    # or of the rendered task: the cancelled task reads back equal to it (the API: 202/204).
+    occurrence_may_run: Annotated[bool | None, Field(exclude=True)] = field(default=None, compare=False)
 
     @property
     def schedule(self) -> ScheduleKind:
@@ -106,28 +131,6 @@ class Task(TaskFields):
         )
         return cls(**own, next_attempt_at=next_attempt_at, run_now_at=run_now_at)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with RFC 3339 UTC timestamps, `schedule_kind` named `schedule`. Shallow:
-        the payload is JSON already and is passed through, so reading a task never recurses over a
-        client's nesting."""
-        body = {_PUBLIC_NAMES.get(f.name, f.name): _json_value(getattr(self, f.name)) for f in fields(self)}
-        del body["occurrence_may_run"]  # the cancel's side answer, not the task's (the API: 202/204)
-        if self.last_run is not None:
-            body["last_run"] = {
-                f.name: _json_value(getattr(self.last_run, f.name)) for f in fields(self.last_run)
-            }
-        return body
-
-
-# Public names where they differ from the record's (what the API and the CLI call them).
-_PUBLIC_NAMES = {"schedule_kind": "schedule"}
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return rfc3339(value)
-    return value.value if isinstance(value, Enum) else value
-
 
 @dataclass(frozen=True)
 class CreateResult:
@@ -137,27 +140,45 @@ class CreateResult:
 
 @dataclass(frozen=True)
 class Page:
+    """One page of tasks."""
+
+    __pydantic_config__ = _PUBLIC
+
     items: list[Task]
-    next_cursor: str | None
+    next_cursor: Annotated[
+        str | None, Field(description="Pass as `cursor` for the next page; null on the last page.")
+    ]
 
 
 @dataclass(frozen=True)
 class Run:
-    """One attempt of one occurrence, from the task's run history: `number` counts the task's runs
-    from 1. `lateness_seconds`: how long after its due instant (`run_at`: the occurrence's time, or
-    a retry's) the attempt started."""
+    """One attempt of one occurrence, from the task's run history."""
 
-    number: int
-    scheduled_for: datetime
-    run_at: datetime
-    fired_at: datetime
+    __pydantic_config__ = _PUBLIC
+
+    number: Annotated[
+        int, Field(description="The task's run number, counting from 1; the newest is highest.")
+    ]
+    scheduled_for: Annotated[datetime, Field(description="The occurrence this attempt belongs to (UTC).")]
+    run_at: Annotated[
+        datetime, Field(description="When the attempt was due: the occurrence's time, or its retry's.")
+    ]
+    fired_at: Annotated[datetime, Field(description="When a worker claimed it.")]
     started_at: datetime
     finished_at: datetime
     attempt: int
-    outcome: str
+    outcome: Annotated[
+        RunResult,
+        Field(
+            description="`retrying`: this attempt failed and another is scheduled; `skipped`: started "
+            "after the misfire grace, so not run."
+        ),
+    ]
     error: str | None
-    idempotency_key: str
-    lateness_seconds: float
+    idempotency_key: Annotated[
+        str, Field(description="The key every attempt of this occurrence was delivered with.")
+    ]
+    lateness_seconds: Annotated[float, Field(description="`started_at` - `run_at`.")]
 
     @classmethod
     def of(cls, record: RunRecord) -> Run:
@@ -169,23 +190,24 @@ class Run:
             started_at=record.started_at,
             finished_at=record.finished_at,
             attempt=record.attempt,
-            outcome=record.outcome,
+            outcome=record.outcome,  # type: ignore[arg-type]  # stored as the word
             error=record.error,
             idempotency_key=idempotency_key(record.task_id, record.scheduled_for),
             lateness_seconds=round(record.lateness_seconds, 6),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
-
 
 @dataclass(frozen=True)
 class Lateness:
-    """Lateness over a task's kept runs: the newest run's, and the 99th percentile (nearest rank)."""
+    """Lateness over every kept run of the task (not only the page)."""
 
-    runs: int
-    last_seconds: float | None
-    p99_seconds: float | None
+    __pydantic_config__ = _PUBLIC
+
+    runs: Annotated[int, Field(description="Runs kept (the newest `run_history` of the deployment).")]
+    last_seconds: Annotated[float | None, Field(description="The newest run's lateness; null without runs.")]
+    p99_seconds: Annotated[
+        float | None, Field(description="99th percentile (nearest rank); null without runs.")
+    ]
 
     @classmethod
     def of(cls, runs: list[Run]) -> Lateness:
@@ -199,93 +221,130 @@ class Lateness:
 
 @dataclass(frozen=True)
 class RunPage:
-    items: list[Run]
-    next_cursor: str | None
-    lateness: Lateness  # over every kept run, not only this page
+    """One page of a task's run history, newest first."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "items": [run.to_dict() for run in self.items],
-            "next_cursor": self.next_cursor,
-            "lateness": {f.name: getattr(self.lateness, f.name) for f in fields(self.lateness)},
-        }
+    __pydantic_config__ = _PUBLIC
+
+    items: Annotated[list[Run], Field(description="Newest first.")]
+    next_cursor: Annotated[
+        str | None, Field(description="Pass as `cursor` for the next page; null on the last page.")
+    ]
+    lateness: Lateness
 
 
 @dataclass(frozen=True)
 class Upcoming:
-    """One future occurrence: its scheduled instant, when it starts (`run_at`: with the task's
-    jitter), the same instant on the wall clock of the task's zone, and its DST mark: `shifted`,
-    `repeated-first`, `repeated-second`, or None; `skipped`: wall times the `skip` policy dropped
-    since the occurrence before it."""
+    """One future occurrence."""
 
-    scheduled_for: datetime
-    run_at: datetime
-    local: datetime
-    dst: str | None
-    skipped: tuple[datetime, ...]
+    __pydantic_config__ = _PUBLIC
+
+    scheduled_for: Annotated[
+        datetime, Field(description="The occurrence's instant (UTC); its idempotency key's time.")
+    ]
+    run_at: Annotated[
+        datetime, Field(description="When it starts: `scheduled_for` plus the task's jitter (UTC).")
+    ]
+    local: Annotated[
+        datetime, Field(description="`scheduled_for` on the wall clock of the task's zone, with its offset.")
+    ]
+    dst: Annotated[
+        Literal["shifted", "repeated-first", "repeated-second"] | None,
+        Field(
+            description="`shifted`: its wall time fell in a DST gap and it runs after it (policy `shift`); "
+            "`repeated-first` / `repeated-second`: its wall time occurs twice that day, this is that pass."
+        ),
+    ]
+    skipped: Annotated[
+        tuple[datetime, ...],
+        Field(
+            description="Wall times (local, no offset) a DST gap skipped since the occurrence before this "
+            "one, under policy `skip`: they do not run."
+        ),
+    ]
 
     @classmethod
     def of(cls, run: UpcomingRun, run_at: datetime) -> Upcoming:
-        return cls(run.at, run_at, run.local, run.dst.value if run.dst else None, run.skipped)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "scheduled_for": rfc3339(self.scheduled_for),
-            "run_at": rfc3339(self.run_at),
-            "local": self.local.isoformat(),
-            "dst": self.dst,
-            "skipped": [wall.isoformat() for wall in self.skipped],
-        }
+        dst = run.dst.value if run.dst else None
+        return cls(run.at, run_at, run.local, dst, run.skipped)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class UpcomingRuns:
     """A task's next occurrences and the zone their `local` times are in."""
 
-    timezone: str
-    items: list[Upcoming]
+    __pydantic_config__ = _PUBLIC
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"timezone": self.timezone, "items": [run.to_dict() for run in self.items]}
+    timezone: Annotated[str, Field(description="The zone `local` is in (UTC except for cron schedules).")]
+    items: Annotated[list[Upcoming], Field(description="Earliest first; empty once the task is finished.")]
 
 
 @dataclass(frozen=True)
 class Preview:
-    """What a create would make, written nowhere: the task and its next occurrences."""
+    """A dry-run create: the task as it would be, and its next occurrences. Nothing was written."""
+
+    __pydantic_config__ = _PUBLIC
 
     task: Task
     upcoming: list[Upcoming]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"task": self.task.to_dict(), "upcoming": [run.to_dict() for run in self.upcoming]}
+
+@dataclass(frozen=True)
+class LatenessBucket:
+    __pydantic_config__ = _PUBLIC
+
+    le_ms: Annotated[float | None, Field(description="Upper edge in ms (null: unbounded).")]
+    count: int
 
 
 @dataclass(frozen=True)
 class LatenessWindow:
-    """How late every run that started in [`since`, `until`) was, in fixed buckets (all tasks).
+    """How late the runs of every task that started in [`since`, `until`) were, in fixed buckets.
     Percentiles and the maximum are bucket upper edges (an upper bound of the true value)."""
+
+    __pydantic_config__ = _PUBLIC
 
     since: datetime
     until: datetime
-    histogram: LatenessHistogram
+    runs: int
+    mean_ms: float | None
+    p50_ms: Annotated[
+        float | None,
+        Field(description="Upper edge of the bucket holding the median (null: none, or unbounded)."),
+    ]
+    p90_ms: float | None
+    p99_ms: float | None
+    max_ms: Annotated[float | None, Field(description="Upper edge of the highest non-empty bucket.")]
+    late_over_1s: Annotated[int, Field(description="Runs that started more than 1 s late.")]
+    buckets: list[LatenessBucket]
 
-    def to_dict(self) -> dict[str, Any]:
-        h = self.histogram
-
+    @classmethod
+    def of(cls, since: datetime, until: datetime, h: LatenessHistogram) -> LatenessWindow:
         def finite(ms: float | None) -> float | None:
             return None if ms is None or ms == float("inf") else ms
 
-        return {
-            "since": rfc3339(self.since),
-            "until": rfc3339(self.until),
-            "runs": h.total,
-            "mean_ms": h.mean_ms,
-            "p50_ms": finite(h.percentile(50)),
-            "p90_ms": finite(h.percentile(90)),
-            "p99_ms": finite(h.percentile(99)),
-            "max_ms": finite(h.max_bound()),
-            "late_over_1s": h.late_over(1),
-            "buckets": [
-                {"le_ms": finite(edge), "count": count} for edge, count in zip(h.edges, h.counts, strict=True)
+        return cls(
+            since=since,
+            until=until,
+            runs=h.total,
+            mean_ms=h.mean_ms,
+            p50_ms=finite(h.percentile(50)),
+            p90_ms=finite(h.percentile(90)),
+            p99_ms=finite(h.percentile(99)),
+            max_ms=finite(h.max_bound()),
+            late_over_1s=h.late_over(1),
+            buckets=[
+                LatenessBucket(finite(edge), count) for edge, count in zip(h.edges, h.counts, strict=True)
             ],
-        }
+        )
+
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def as_json(answer: Any) -> Any:
+    """An editor answer (a Task, a page, ...) as JSON-ready data: RFC 3339 UTC times, enums as
+    their values, public names. The payload is passed through, never recursed into by hand."""
+    kind = type(answer)
+    if kind not in _ADAPTERS:
+        _ADAPTERS[kind] = TypeAdapter(kind)
+    return _ADAPTERS[kind].dump_python(answer, mode="json")

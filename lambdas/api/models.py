@@ -7,7 +7,6 @@ the offending field in its errors.
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 from itertools import combinations
 from typing import Annotated, Any, ClassVar, Literal
@@ -15,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from editor import LISTABLE_STATUSES, TIME_FIELDS, TaskStatus
+from editor import LISTABLE_STATUSES, TIME_FIELDS
 from editor.changes import MAX_CATCH_UP, MAX_SKIP
 from nexttick.constants import (
     MAX_ACTION_LENGTH,
@@ -33,7 +32,7 @@ from nexttick.constants import (
 )
 from nexttick.constants import TASK_ID_PATTERN as TASK_ID_REGEX
 from nexttick.errors import ErrorCode, NextTickError
-from nexttick.schedules import MAX_JITTER_SECONDS, ScheduleKind
+from nexttick.schedules import MAX_JITTER_SECONDS
 from nexttick.timeutil import parse_duration
 
 # Patterns document (and pre-check) the shapes the editor parses; it still checks the values.
@@ -243,17 +242,6 @@ UPDATE_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
-class LastRun(BaseModel):
-    started_at: datetime
-    finished_at: datetime | None
-    outcome: str
-    error: str | None
-    scheduled_for: datetime | None
-    attempt: int
-    run_at: datetime | None = Field(None, description="The instant the attempt was due (a retry's own time).")
-    fired_at: datetime | None = Field(None, description="When a worker claimed the attempt.")
-
-
 # The statuses `GET /tasks` filters on: the editor's list (mypy cannot read members built from it).
 ListableStatus = StrEnum(  # type: ignore[misc]
     "ListableStatus", {status.name: status.value for status in LISTABLE_STATUSES}
@@ -278,148 +266,6 @@ class SkipRequest(_Strict):
     count: Annotated[int, Field(ge=1, le=MAX_SKIP)] | SkipJsonSchema[None] = Field(
         default=None, description="How many of the next occurrences to skip (default 1)."
     )
-
-
-class TaskOut(BaseModel):
-    """A task as stored, with its derived status; `version` is also sent as the ETag."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    action: str
-    payload: dict[str, Any]
-    status: TaskStatus
-    schedule: ScheduleKind
-    due: datetime | None = Field(description="Next due time (UTC); null once finished.")
-    cron: str | None
-    timezone: str | None
-    every_seconds: float | None
-    end: datetime | None
-    run_now_at: datetime | None = Field(
-        description="A run-now occurrence is waiting (or retrying) for this time (UTC)."
-    )
-    next_attempt_at: datetime | None = Field(
-        description="When the pending attempt starts, if not at `due`: a retry's time, or `due` plus its "
-        "jitter (UTC)."
-    )
-    max_attempts: int
-    retry_backoff_seconds: float
-    misfire_grace_seconds: float | None
-    dst_skipped: DstSkippedName | None = Field(description="`cron` only (null otherwise).")
-    dst_repeated: DstRepeatedName | None = Field(description="`cron` only (null otherwise).")
-    jitter_seconds: float | None
-    attempts: int
-    runs: int
-    last_run: LastRun | None
-    version: int
-    created_at: datetime
-    updated_at: datetime
-
-
-class TaskPage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    items: list[TaskOut]
-    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
-
-
-class UpcomingOut(BaseModel):
-    """One future occurrence."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scheduled_for: datetime = Field(description="The occurrence's instant (UTC); its idempotency key's time.")
-    run_at: datetime = Field(description="When it starts: `scheduled_for` plus the task's jitter (UTC).")
-    local: str = Field(description="`scheduled_for` on the wall clock of the task's zone, with its offset.")
-    dst: Literal["shifted", "repeated-first", "repeated-second"] | None = Field(
-        description="`shifted`: its wall time fell in a DST gap and it runs after it (policy `shift`); "
-        "`repeated-first` / `repeated-second`: its wall time occurs twice that day, this is that pass."
-    )
-    skipped: list[str] = Field(
-        description="Wall times (local, no offset) a DST gap skipped since the occurrence before this "
-        "one, under policy `skip`: they do not run."
-    )
-
-
-class UpcomingPage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    timezone: str = Field(description="The zone `local` is in (UTC except for cron schedules).")
-    items: list[UpcomingOut] = Field(description="Earliest first; empty once the task is finished.")
-
-
-class TaskPreview(BaseModel):
-    """A dry-run create: the task as it would be, and its next occurrences. Nothing was written."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task: TaskOut
-    upcoming: list[UpcomingOut]
-
-
-class RunOut(BaseModel):
-    """One attempt of one occurrence, from the task's run history."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    number: int = Field(description="The task's run number, counting from 1; the newest is highest.")
-    scheduled_for: datetime = Field(description="The occurrence this attempt belongs to (UTC).")
-    run_at: datetime = Field(description="When the attempt was due: the occurrence's time, or its retry's.")
-    fired_at: datetime = Field(description="When a worker claimed it.")
-    started_at: datetime
-    finished_at: datetime
-    attempt: int
-    outcome: Literal["succeeded", "failed", "retrying", "skipped"] = Field(
-        description="`retrying`: this attempt failed and another is scheduled; `skipped`: started "
-        "after the misfire grace, so not run."
-    )
-    error: str | None
-    idempotency_key: str = Field(description="The key every attempt of this occurrence was delivered with.")
-    lateness_seconds: float = Field(description="`started_at` - `run_at`.")
-
-
-class LatenessOut(BaseModel):
-    """Lateness over every kept run of the task (not only the page)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    runs: int = Field(description="Runs kept (the newest `run_history` of the deployment).")
-    last_seconds: float | None = Field(description="The newest run's lateness; null without runs.")
-    p99_seconds: float | None = Field(description="99th percentile (nearest rank); null without runs.")
-
-
-class RunPageOut(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    items: list[RunOut] = Field(description="Newest first.")
-    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
-    lateness: LatenessOut
-
-
-class LatenessBucketOut(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    le_ms: float | None = Field(description="Upper edge in ms (null: unbounded).")
-    count: int
-
-
-class LatenessWindowOut(BaseModel):
-    """How late the runs of every task that started in the window were."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    since: datetime
-    until: datetime
-    runs: int
-    mean_ms: float | None
-    p50_ms: float | None = Field(
-        description="Upper edge of the bucket holding the median (null: none, or unbounded)."
-    )
-    p90_ms: float | None
-    p99_ms: float | None
-    max_ms: float | None = Field(description="Upper edge of the highest non-empty bucket.")
-    late_over_1s: int = Field(description="Runs that started more than 1 s late.")
-    buckets: list[LatenessBucketOut]
 
 
 class ErrorOut(BaseModel):

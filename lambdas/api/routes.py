@@ -15,11 +15,11 @@ from aws_lambda_powertools.event_handler.openapi.models import Example
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.event_handler.request import Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-from pydantic import BaseModel, Field
+from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from editor import Editor, TaskChanges, TaskSpec
-from editor.models import Task
+from editor.models import LatenessWindow, Page, Preview, RunPage, Task, UpcomingRuns, as_json
 from lambdas.api.models import (
     CREATE_EXAMPLES,
     CURSOR_REGEX,
@@ -29,15 +29,9 @@ from lambdas.api.models import (
     CreateTaskRequest,
     ErrorOut,
     Health,
-    LatenessWindowOut,
     ListableStatus,
     ResumeRequest,
-    RunPageOut,
     SkipRequest,
-    TaskOut,
-    TaskPage,
-    TaskPreview,
-    UpcomingPage,
     UpdateTaskRequest,
 )
 from lambdas.api.openapi import openapi_text
@@ -114,12 +108,12 @@ def _documented(description: str, model: Any) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"model": model}}}
 
 
-def _answer(model: type[BaseModel], body: dict[str, Any]) -> Response[Any]:
-    """200 with `body` validated and rendered through its documented `model`."""
+def _answer(answer: Any) -> Response[Any]:
+    """200 with an editor answer rendered as it is documented (its type is the response model)."""
     return Response(
         status_code=200,
         content_type=content_types.APPLICATION_JSON,
-        body=model.model_validate(body).model_dump(mode="json"),
+        body=as_json(answer),
     )
 
 
@@ -135,7 +129,7 @@ def _task(description: str, *, created: bool = False, links: bool = False) -> An
     response: dict[str, Any] = {
         "description": description,
         "headers": headers,
-        "content": {"application/json": {"model": TaskOut}},
+        "content": {"application/json": {"model": Task}},
     }
     if links:
         response["links"] = _TASK_LINKS
@@ -162,14 +156,9 @@ def _task_response(task: Task, status: int = 200, base: str = "") -> Response[An
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
-        body=_task_body(task),
+        body=as_json(task),
         headers=headers,
     )
-
-
-def _task_body(task: Task) -> dict[str, Any]:
-    """The response body of a task: the editor's Task rendered through the documented TaskOut."""
-    return TaskOut.model_validate(task, from_attributes=True).model_dump(mode="json")
 
 
 @_route(
@@ -184,7 +173,7 @@ def _task_body(task: Task) -> dict[str, Any]:
         200: {
             "description": "An identical create with this client `id` already exists; it is returned. "
             "With `dry_run=true`: the preview.",
-            "content": {"application/json": {"model": TaskOut | TaskPreview}},
+            "content": {"application/json": {"model": Task | Preview}},
         },
         **_errors(400, 409, 413, 415, 422),
     },
@@ -198,7 +187,7 @@ def create_task(
     spec = TaskSpec(**body.model_dump(exclude_none=True))
     if dry_run:
         preview = editor.preview(spec)
-        return _answer(TaskPreview, preview.to_dict())
+        return _answer(preview)
     result = editor.create(spec)
     return _task_response(result.task, 201 if result.created else 200, base_path(request))
 
@@ -211,7 +200,7 @@ def create_task(
     description="The queue, earliest due first: `pending` and `running` tasks only (finished tasks "
     "- succeeded, failed, cancelled, skipped - are read by id). Follow `next_cursor` for more.",
     responses={
-        200: _documented("One page.", TaskPage),
+        200: _documented("One page.", Page),
         **_errors(422),
     },
 )
@@ -224,12 +213,7 @@ def list_tasks(
     limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
     cursor: Cursor = None,
 ) -> Response[Any]:
-    page = editor.list(status=status.value if status else None, limit=limit, cursor=cursor)
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body={"items": [_task_body(t) for t in page.items], "next_cursor": page.next_cursor},
-    )
+    return _answer(editor.list(status=status.value if status else None, limit=limit, cursor=cursor))
 
 
 @_route(
@@ -252,7 +236,7 @@ def get_task(id: TaskId, editor: CurrentEditor) -> Response[Any]:
     "and finished, its outcome and error, its idempotency key and lateness. The newest `run_history` "
     "runs (a deployment setting, 100 by default) are kept; `lateness` summarises all of them.",
     responses={
-        200: _documented("One page.", RunPageOut),
+        200: _documented("One page.", RunPage),
         **_errors(404, 422),
     },
 )
@@ -262,8 +246,7 @@ def list_task_runs(
     limit: Annotated[int, Query(ge=1, le=constants.MAX_RUNS_PAGE_SIZE, description="Page size.")] = 20,
     cursor: Cursor = None,
 ) -> Response[Any]:
-    page = editor.runs(id, limit=limit, cursor=cursor)
-    return _answer(RunPageOut, page.to_dict())
+    return _answer(editor.runs(id, limit=limit, cursor=cursor))
 
 
 @_route(
@@ -275,7 +258,7 @@ def list_task_runs(
     "the task's zone, each marked where a DST change shifts or repeats its wall time, with the wall "
     "times a gap skips. Empty once the task is finished.",
     responses={
-        200: _documented("The occurrences.", UpcomingPage),
+        200: _documented("The occurrences.", UpcomingRuns),
         **_errors(404, 422),
     },
 )
@@ -284,8 +267,7 @@ def list_task_upcoming(
     editor: CurrentEditor,
     count: Annotated[int, Query(ge=1, le=MAX_UPCOMING, description="How many.")] = 10,
 ) -> Response[Any]:
-    upcoming = editor.upcoming(id, count=count)
-    return _answer(UpcomingPage, upcoming.to_dict())
+    return _answer(editor.upcoming(id, count=count))
 
 
 @_route(
@@ -337,7 +319,7 @@ def cancel_task(id: TaskId, editor: CurrentEditor, if_match: IfMatch = None) -> 
     description="A histogram of how late every run of the last `minutes` started (the workers add "
     "up each minute's runs in fixed buckets), with percentiles and the count of runs over 1 s late.",
     responses={
-        200: _documented("The window.", LatenessWindowOut),
+        200: _documented("The window.", LatenessWindow),
         **_errors(422),
     },
 )
@@ -347,8 +329,7 @@ def get_lateness(
         int, Query(ge=1, le=constants.MAX_LATENESS_MINUTES, description="The window, up to now.")
     ] = 60,
 ) -> Response[Any]:
-    window = editor.lateness(minutes=minutes)
-    return _answer(LatenessWindowOut, window.to_dict())
+    return _answer(editor.lateness(minutes=minutes))
 
 
 _STEER_ERRORS = _errors(400, 404, 409, 412, 415, 422)

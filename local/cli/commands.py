@@ -64,6 +64,13 @@ def _editor(target: Target) -> Editor:
     return Editor(runtime=target.runtime())
 
 
+def _json(answer: Any) -> Any:
+    """An editor answer as the JSON the API answers (`--json` prints it as it is)."""
+    from editor import as_json
+
+    return as_json(answer)
+
+
 def _payload(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
@@ -119,11 +126,11 @@ def cmd_add(args: argparse.Namespace, target: Target, out: Output) -> int:
     )
     editor = _editor(target)
     if args.dry_run:
-        preview = editor.preview(spec).to_dict()
+        preview = _json(editor.preview(spec))
         out.task(preview, "dry run, nothing written:\n" + render_upcoming(preview["upcoming"], out.now()))
         return 0
     result = editor.create(spec)
-    task = result.task.to_dict()
+    task = _json(result.task)
     verb = "scheduled" if result.created else "already exists (identical repeat)"
     due = format_when(task.get("due"), out.now(), task.get("timezone"))
     out.task(task, f"{verb}: {task['id']} ({task['action']}), due {due}")
@@ -136,7 +143,7 @@ def cmd_ls(args: argparse.Namespace, target: Target, out: Output) -> int:
     cursor = args.cursor
     while True:
         page = editor.list(status=args.status, limit=args.limit, cursor=cursor)
-        items.extend(t.to_dict() for t in page.items)
+        items.extend(_json(t) for t in page.items)
         cursor = page.next_cursor
         if not (args.all_pages and cursor):
             break
@@ -150,13 +157,13 @@ def cmd_ls(args: argparse.Namespace, target: Target, out: Output) -> int:
 
 
 def cmd_show(args: argparse.Namespace, target: Target, out: Output) -> int:
-    task = _editor(target).get(args.id).to_dict()
+    task = _json(_editor(target).get(args.id))
     out.task(task, render_task(task, out.now()))
     return 0
 
 
 def cmd_runs(args: argparse.Namespace, target: Target, out: Output) -> int:
-    page = _editor(target).runs(args.id, limit=args.limit, cursor=args.cursor).to_dict()
+    page = _json(_editor(target).runs(args.id, limit=args.limit, cursor=args.cursor))
     if out.json:
         out.emit(page)
         return 0
@@ -167,7 +174,7 @@ def cmd_runs(args: argparse.Namespace, target: Target, out: Output) -> int:
 
 
 def cmd_upcoming(args: argparse.Namespace, target: Target, out: Output) -> int:
-    upcoming = _editor(target).upcoming(args.id, count=args.count).to_dict()
+    upcoming = _json(_editor(target).upcoming(args.id, count=args.count))
     out.task(upcoming, render_upcoming(upcoming["items"], out.now()))
     return 0
 
@@ -190,36 +197,37 @@ def cmd_reschedule(args: argparse.Namespace, target: Target, out: Output) -> int
             schedule = (
                 f"on cron '{current.cron}' in {current.timezone or 'UTC'}"
                 if current.cron
-                else describe_schedule(current.to_dict())
+                else describe_schedule(_json(current))
             )
             raise ValidationError(
                 f"{one_shot}: task {args.id!r} recurs {schedule} and would become a one-shot; "
                 "pass --once to convert it, or --cron/--every to change its recurrence",
                 field=one_shot,
             )
-    task = editor.reschedule(args.id, expected_version=args.if_version, **fields).to_dict()
+    task = _json(editor.reschedule(args.id, expected_version=args.if_version, **fields))
     due = format_when(task.get("due"), out.now(), task.get("timezone"))
     out.task(task, f"rescheduled: {task['id']}, due {due}")
     return 0
 
 
 def cmd_cancel(args: argparse.Namespace, target: Target, out: Output) -> int:
-    task = _editor(target).cancel(args.id, expected_version=args.if_version).to_dict()
+    task = _json(_editor(target).cancel(args.id, expected_version=args.if_version))
     out.task(task, f"cancelled: {task['id']}")
     return 0
 
 
 def cmd_pause(args: argparse.Namespace, target: Target, out: Output) -> int:
-    task = _editor(target).pause(args.id, expected_version=args.if_version).to_dict()
+    task = _json(_editor(target).pause(args.id, expected_version=args.if_version))
     out.task(task, f"paused: {task['id']}, keeps its place (due {format_when(task.get('due'), out.now())})")
     return 0
 
 
 def cmd_resume(args: argparse.Namespace, target: Target, out: Output) -> int:
-    task = (
-        _editor(target)
-        .resume(args.id, missed=args.missed, max_catch_up=args.max_catch_up, expected_version=args.if_version)
-        .to_dict()
+    editor = _editor(target)
+    task = _json(
+        editor.resume(
+            args.id, missed=args.missed, max_catch_up=args.max_catch_up, expected_version=args.if_version
+        )
     )
     due = format_when(task.get("due"), out.now(), task.get("timezone"))
     out.task(task, f"resumed: {task['id']}, {task['status']}, due {due}")
@@ -227,20 +235,20 @@ def cmd_resume(args: argparse.Namespace, target: Target, out: Output) -> int:
 
 
 def cmd_skip(args: argparse.Namespace, target: Target, out: Output) -> int:
-    task = _editor(target).skip(args.id, count=args.count, expected_version=args.if_version).to_dict()
+    task = _json(_editor(target).skip(args.id, count=args.count, expected_version=args.if_version))
     due = format_when(task.get("due"), out.now(), task.get("timezone"))
     out.task(task, f"skipped {args.count}: {task['id']}, {task['status']}, due {due}")
     return 0
 
 
 def cmd_run_now(args: argparse.Namespace, target: Target, out: Output) -> int:
-    task = _editor(target).run_now(args.id, expected_version=args.if_version).to_dict()
+    task = _json(_editor(target).run_now(args.id, expected_version=args.if_version))
     out.task(task, f"running now: {task['id']} (its schedule is unchanged)")
     return 0
 
 
 def cmd_lateness(args: argparse.Namespace, target: Target, out: Output) -> int:
-    window = _editor(target).lateness(minutes=args.minutes).to_dict()
+    window = _json(_editor(target).lateness(minutes=args.minutes))
     out.task(window, render_lateness(window))
     return 0
 

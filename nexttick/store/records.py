@@ -6,17 +6,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field
 
 from nexttick.actions.base import idempotency_key
 from nexttick.schedules import DstRepeated, DstSkipped, Recurrence, ScheduleKind, jittered
 
 
+# Written with its whole run record (`run_at`, `fired_at`; numbered by the task's `run_seq`): the
+# newest run is kept on the task item, and enters the ring of runs only when a newer one takes its
+# place (`latest_run`).
 @dataclass(frozen=True)
 class LastRun:
-    """The task's newest attempt. Written by this release with its whole run record (`run_at`,
-    `fired_at`; numbered by the task's `run_seq`): the newest run is kept on the task item, and
-    enters the ring of runs only when a newer one takes its place (`latest_run`)."""
+    """The task's newest attempt."""
+
+    # As the editor publishes it (its own, so that the schema never depends on who asks first).
+    __pydantic_config__ = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     started_at: datetime
     finished_at: datetime | None
@@ -24,8 +30,10 @@ class LastRun:
     error: str | None = None
     scheduled_for: datetime | None = None
     attempt: int = 1
-    run_at: datetime | None = None  # the instant its queue entry was due
-    fired_at: datetime | None = None  # the worker claimed it
+    run_at: Annotated[
+        datetime | None, Field(description="The instant the attempt was due (a retry's own time).")
+    ] = None
+    fired_at: Annotated[datetime | None, Field(description="When a worker claimed the attempt.")] = None
 
 
 class TaskStatus(StrEnum):
@@ -56,7 +64,7 @@ class TaskFields:
     payload: dict[str, Any]
     status: TaskStatus
     schedule_kind: ScheduleKind
-    due: datetime | None  # the next scheduled occurrence (None once finished)
+    due: Annotated[datetime | None, Field(description="Next due time (UTC); null once finished.")]
     cron: str | None = None
     timezone: str | None = "UTC"
     every_seconds: float | None = None
@@ -65,8 +73,8 @@ class TaskFields:
     retry_backoff_seconds: float = 30.0
     misfire_grace_seconds: float | None = None
     # Cron only: what a wall time that a DST change skips or repeats does (nexttick/schedules.py).
-    dst_skipped: DstSkipped | None = None
-    dst_repeated: DstRepeated | None = None
+    dst_skipped: Annotated[DstSkipped | None, Field(description="`cron` only (null otherwise).")] = None
+    dst_repeated: Annotated[DstRepeated | None, Field(description="`cron` only (null otherwise).")] = None
     # Each occurrence starts up to this much after its scheduled time, by a hash of its key.
     jitter_seconds: float | None = None
     attempts: int = 0

@@ -18,6 +18,7 @@ from editor import (
     TaskSpec,
     UnknownActionError,
     ValidationError,
+    as_json,
 )
 from nexttick.constants import EPOCH_EXPRESSION
 from nexttick.ruletiming import rule_expression
@@ -63,7 +64,7 @@ def test_schedule_at_stores_the_instant_in_utc_and_queues_it(
         # Then the task reads back in UTC
         assert task.due == expected and task.due.tzinfo is UTC, due
         assert task.status == "pending" and task.schedule == "once"
-        assert task.to_dict()["due"] == expected.isoformat().replace("+00:00", "Z")
+        assert as_json(task)["due"] == expected.isoformat().replace("+00:00", "Z")
         stored = runtime.store.get_task(task.id)
         assert stored is not None and stored.queue_token is not None
         assert stored.due == expected and stored.due.utcoffset() == timedelta(0)

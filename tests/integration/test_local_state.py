@@ -16,7 +16,7 @@ import pytest
 import requests
 from botocore.exceptions import EndpointConnectionError
 
-from editor import Editor
+from editor import Editor, as_json
 from local import state
 from local.motoserver import EmulatedState, MotoServer
 from local.stack import _mark_snapshot_request
@@ -67,7 +67,7 @@ def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
     gone = editor.cancel(editor.schedule_in("log", 3600, {"n": 4}).id)
     dynamodb, events = clients(server)
     rule_before = events.describe_rule(Name=DEFAULT_RULE_NAME)["ScheduleExpression"]
-    listed_before = [t.to_dict() for t in editor.list(limit=10).items]
+    listed_before = [as_json(t) for t in editor.list(limit=10).items]
     # When the state is saved, the emulator reset to nothing, its resources re-created and the state restored
     path = tmp_path / "state.json"
     state.save(path, take_snapshot(server))
@@ -79,8 +79,8 @@ def test_a_snapshot_restores_every_task_and_the_rule_into_a_fresh_emulator(
     # Then every item, the task views, the pending order and the rule are as before; the count is of tasks
     assert restored == 4 < len(saved["items"])
     for task in (once, cron, every, gone):
-        assert editor.get(task.id).to_dict() == task.to_dict()
-    assert [t.to_dict() for t in editor.list(limit=10).items] == listed_before
+        assert as_json(editor.get(task.id)) == as_json(task)
+    assert [as_json(t) for t in editor.list(limit=10).items] == listed_before
     assert (
         events.describe_rule(Name=DEFAULT_RULE_NAME)["ScheduleExpression"]
         == rule_before

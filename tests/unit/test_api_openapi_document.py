@@ -33,7 +33,7 @@ def test_every_operation_documents_its_errors_with_the_error_model() -> None:
 
 def test_task_responses_require_every_field() -> None:
     # Given the task schema
-    task = json.loads(generated())["components"]["schemas"]["TaskOut"]
+    task = json.loads(generated())["components"]["schemas"]["Task"]
     # Then every property is required (nullable ones are explicit) and no other may appear
     assert set(task["required"]) == set(task["properties"])
     assert task["additionalProperties"] is False

@@ -1,14 +1,13 @@
-"""One task model: the table's item, the store's record, the editor's Task and the API's TaskOut
-hold the same fields, and the item maps to the record and back without loss."""
+"""One task model: the table's item, the store's record and the editor's Task hold the same fields,
+the item maps to the record and back without loss, and the Task renders itself as the API and the
+CLI answer it."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 
-from editor.models import Task
-from lambdas.api.models import LastRun as LastRunOut
-from lambdas.api.models import TaskOut
+from editor.models import Task, as_json
 from nexttick.schedules import ScheduleKind
 from nexttick.store.mapping import STORED_AS, task_item, task_record
 from nexttick.store.models import LastRunAttribute, TaskItem
@@ -72,14 +71,24 @@ def test_status_and_schedule_kind_are_enums_that_compare_as_strings() -> None:
     assert read.schedule_kind is ScheduleKind.CRON and read.schedule_kind == "cron"
 
 
-def test_task_out_has_the_tasks_fields_and_serialises_it_the_same() -> None:
-    # Given the editor's view of a task (running, with a retry scheduled)
+def test_a_task_renders_its_fields_under_their_public_names_as_json() -> None:
+    # Given the editor's view of a task (running, with a retry scheduled), answering a cancel
     task = Task.of(record(), status=TaskStatus.RUNNING, next_attempt_at=T0 + timedelta(minutes=1))
-    # Then the API's response model reads it as is, and renders what the editor renders
-    out = TaskOut.model_validate(task, from_attributes=True)
-    assert out.model_dump(mode="json") == task.to_dict()
-    assert set(TaskOut.model_fields) == set(task.to_dict())
-    assert set(LastRunOut.model_fields) == {f.name for f in fields(LastRun)}
+    task.occurrence_may_run = True
+    # When it is rendered as the API and the CLI answer it
+    body = as_json(task)
+    # Then every field is there under its public name, the cancel's side answer is not
+    public = {f.name for f in fields(Task)} - {"occurrence_may_run", "schedule_kind"} | {"schedule"}
+    assert set(body) == public
+    # And times are RFC 3339 in UTC, enums their values, the payload and the last run as they are
+    assert (
+        body["due"] == "2030-01-07T09:00:00.250000Z"
+        and body["next_attempt_at"] == "2030-01-07T09:01:00.250000Z"
+    )
+    assert body["status"] == "running" and body["schedule"] == "cron" and body["dst_skipped"] == "skip"
+    assert body["payload"] == {"to": "ada@example.com", "n": [1, {"deep": True}]}
+    assert set(body["last_run"]) == {f.name for f in fields(LastRun)}
+    assert body["last_run"]["outcome"] == "failed" and body["last_run"]["run_at"] is None
 
 
 def test_the_view_shows_a_time_zone_for_cron_schedules_only() -> None:
