@@ -20,6 +20,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
@@ -76,19 +77,25 @@ def browser() -> Iterator[Browser]:
         yield browser
 
 
-@pytest.fixture
-def console(browser: Browser, stack: LocalStackProcess) -> Iterator[tuple[Page, PageWatch]]:
-    """A fresh page on the console, watched for errors from its first request on."""
+@contextmanager
+def watched_page(browser: Browser) -> Iterator[tuple[Page, PageWatch]]:
+    """A fresh page, watched for errors from its first request on."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(15_000)
-    watch = PageWatch.attach(page)
-    page.goto(f"{stack.api_url}/console")
-    expect(page.locator("body[data-ready=true]")).to_be_attached()
     try:
-        yield page, watch
+        yield page, PageWatch.attach(page)
     finally:
         context.close()
+
+
+@pytest.fixture
+def console(browser: Browser, stack: LocalStackProcess) -> Iterator[tuple[Page, PageWatch]]:
+    """A fresh page on the console, watched for errors from its first request on."""
+    with watched_page(browser) as (page, watch):
+        page.goto(f"{stack.api_url}/console")
+        expect(page.locator("body[data-ready=true]")).to_be_attached()
+        yield page, watch
 
 
 def row(page: Page, task_id: str) -> Locator:
@@ -612,16 +619,13 @@ def test_behind_a_stage_prefix_the_console_calls_the_api_under_it(
 ) -> None:
     # Given the stack reached under a prefix, as API Gateway's stage URL puts `/v1` before every
     # route (the browser's requests to /v1/... are sent on to the local stack's root)
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    watch = PageWatch.attach(page)
     prefixed: list[str] = []
 
     def strip_stage(route: Route) -> None:
         prefixed.append(route.request.url)
         route.continue_(url=route.request.url.replace(f"{stack.api_url}/v1/", f"{stack.api_url}/", 1))
 
-    try:
+    with watched_page(browser) as (page, watch):
         page.route(f"{stack.api_url}/v1/**", strip_stage)
         # When the console is opened there
         page.goto(f"{stack.api_url}/v1/console")
@@ -678,8 +682,6 @@ def test_behind_a_stage_prefix_the_console_calls_the_api_under_it(
             ],
         }
         watch.assert_clean()
-    finally:
-        context.close()
 
 
 def test_the_task_statuses_are_the_ones_the_api_s_openapi_document_declares(
@@ -687,9 +689,6 @@ def test_the_task_statuses_are_the_ones_the_api_s_openapi_document_declares(
 ) -> None:
     # Given an API whose document does not answer at first, and then declares one more status a
     # task can be listed in (as a later API could)
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    watch = PageWatch.attach(page)
     document_url = f"{stack.api_url}/openapi.json"
     asked: list[str] = []
 
@@ -704,7 +703,7 @@ def test_the_task_statuses_are_the_ones_the_api_s_openapi_document_declares(
             declared["components"]["schemas"][schema]["enum"].append("waiting")
         route.fulfill(response=served, json=declared)
 
-    try:
+    with watched_page(browser) as (page, watch):
         page.route(document_url, document)
         watch.expect_status(503, "GET", document_url)
         # When the console is opened
@@ -719,5 +718,3 @@ def test_the_task_statuses_are_the_ones_the_api_s_openapi_document_declares(
         )
         assert asked == [document_url, document_url]
         watch.assert_clean()
-    finally:
-        context.close()

@@ -3,13 +3,14 @@
 
 import { api } from "./api.js";
 
-// The one status the console names: GET /tasks lists it only when asked for it (`status=paused`),
-// and only a paused task can be resumed.
+// GET /tasks lists a paused task only when asked for it (`status=paused`); only a paused task can be
+// resumed. The document declares no set for either, so this one status is named here.
 export const PAUSED = "paused";
 
 /** Filled by `loadStatuses`:
  * - `listable`: what GET /tasks?status= accepts, every status that is not finished (so cancellable);
- * - `queued`: those GET /tasks lists unasked, due to run or running (so pausable, and watched);
+ * - `queued`: the listable ones but paused, which GET /tasks lists unasked: due to run or running
+ *   (so pausable, and watched);
  * - `finished`: the others, which nothing runs any more. */
 export const STATUSES = { listable: [], queued: new Set(), finished: new Set() };
 
