@@ -20,6 +20,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
@@ -29,6 +30,7 @@ import requests
 from playwright.sync_api import Browser, Locator, Page, Response, Route, expect
 
 from bench.localstack import REPO, LocalStackProcess, parse_time, stack_environment
+from lambdas.api.console import STATIC_DIR as CONSOLE_STATIC
 from tests.support.browser import VIEWPORT, PageWatch, chromium, require_chromium
 
 pytestmark = [pytest.mark.xdist_group("console-e2e"), pytest.mark.slow]
@@ -75,19 +77,25 @@ def browser() -> Iterator[Browser]:
         yield browser
 
 
-@pytest.fixture
-def console(browser: Browser, stack: LocalStackProcess) -> Iterator[tuple[Page, PageWatch]]:
-    """A fresh page on the console, watched for errors from its first request on."""
+@contextmanager
+def watched_page(browser: Browser) -> Iterator[tuple[Page, PageWatch]]:
+    """A fresh page, watched for errors from its first request on."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(15_000)
-    watch = PageWatch.attach(page)
-    page.goto(f"{stack.api_url}/console")
-    expect(page.locator("body[data-ready=true]")).to_be_attached()
     try:
-        yield page, watch
+        yield page, PageWatch.attach(page)
     finally:
         context.close()
+
+
+@pytest.fixture
+def console(browser: Browser, stack: LocalStackProcess) -> Iterator[tuple[Page, PageWatch]]:
+    """A fresh page on the console, watched for errors from its first request on."""
+    with watched_page(browser) as (page, watch):
+        page.goto(f"{stack.api_url}/console")
+        expect(page.locator("body[data-ready=true]")).to_be_attached()
+        yield page, watch
 
 
 def row(page: Page, task_id: str) -> Locator:
@@ -592,7 +600,11 @@ def test_filters_and_load_more_follow_the_api_s_pages(
     # Then only the task whose payload holds it shows
     expect(shown).to_have_count(1)
     expect(shown.first).to_have_attribute("data-task-id", "weekly-report")
-    # When the status filter asks the API for running tasks only (none is running now)
+    # When the status filter, whose choices are the statuses the API lists, asks for running tasks
+    # only (none is running now)
+    expect(page.get_by_test_id("filter-status").locator("option")).to_have_text(
+        ["pending and running", "pending", "running", "paused"]
+    )
     page.get_by_test_id("filter-text").fill("")
     with page.expect_request(lambda r: "status=running" in r.url):
         page.get_by_test_id("filter-status").select_option("running")
@@ -607,28 +619,28 @@ def test_behind_a_stage_prefix_the_console_calls_the_api_under_it(
 ) -> None:
     # Given the stack reached under a prefix, as API Gateway's stage URL puts `/v1` before every
     # route (the browser's requests to /v1/... are sent on to the local stack's root)
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    watch = PageWatch.attach(page)
     prefixed: list[str] = []
 
     def strip_stage(route: Route) -> None:
         prefixed.append(route.request.url)
         route.continue_(url=route.request.url.replace(f"{stack.api_url}/v1/", f"{stack.api_url}/", 1))
 
-    try:
+    with watched_page(browser) as (page, watch):
         page.route(f"{stack.api_url}/v1/**", strip_stage)
         # When the console is opened there
         page.goto(f"{stack.api_url}/v1/console")
         # Then its files and its API calls all go under the prefix, and the queue shows
         expect(row(page, "weekly-report")).to_be_visible()
-        assert f"{stack.api_url}/v1/console/console.js" in prefixed
+        modules = sorted(path.name for path in CONSOLE_STATIC.glob("*.js"))
+        assert {f"{stack.api_url}/v1/console/{name}" for name in modules} <= set(prefixed)
         assert f"{stack.api_url}/v1/console/console.css" in prefixed
+        assert f"{stack.api_url}/v1/openapi.json" in prefixed
         assert f"{stack.api_url}/v1/tasks?limit=50" in prefixed
         # And the API base it derives, and its words for times and schedules, are these
         found = page.evaluate(
             """async () => {
-                const m = await import(new URL("console/console.js", document.baseURI).href);
+                const module = (name) => import(new URL(`console/${name}`, document.baseURI).href);
+                const m = { ...(await module("api.js")), ...(await module("format.js")) };
                 const now = Date.parse("2030-01-01T00:00:00Z");
                 return {
                     bases: ["/console", "/console/", "/v1/console", "/v1/console/", "/console/console"]
@@ -670,5 +682,39 @@ def test_behind_a_stage_prefix_the_console_calls_the_api_under_it(
             ],
         }
         watch.assert_clean()
-    finally:
-        context.close()
+
+
+def test_the_task_statuses_are_the_ones_the_api_s_openapi_document_declares(
+    browser: Browser, stack: LocalStackProcess
+) -> None:
+    # Given an API whose document does not answer at first, and then declares one more status a
+    # task can be listed in (as a later API could)
+    document_url = f"{stack.api_url}/openapi.json"
+    asked: list[str] = []
+
+    def document(route: Route) -> None:
+        asked.append(route.request.url)
+        if len(asked) == 1:
+            route.fulfill(status=503, json={"error": "service_unavailable", "message": "busy", "field": None})
+            return
+        served = route.fetch()
+        declared = served.json()
+        for schema in ("TaskStatus", "ListableStatus"):
+            declared["components"]["schemas"][schema]["enum"].append("waiting")
+        route.fulfill(response=served, json=declared)
+
+    with watched_page(browser) as (page, watch):
+        page.route(document_url, document)
+        watch.expect_status(503, "GET", document_url)
+        # When the console is opened
+        page.goto(f"{stack.api_url}/console")
+        # Then it says it could not read the document, and tries again until it has
+        expect(page.get_by_test_id("notice")).to_contain_text("Could not read the API's description")
+        expect(page.locator("body[data-ready=true]")).to_be_attached(timeout=15_000)
+        expect(row(page, "weekly-report")).to_be_visible()
+        # ... and the status filter offers what the document declares, read once
+        expect(page.get_by_test_id("filter-status").locator("option")).to_have_text(
+            ["pending, running, and waiting", "pending", "running", "paused", "waiting"]
+        )
+        assert asked == [document_url, document_url]
+        watch.assert_clean()

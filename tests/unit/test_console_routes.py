@@ -1,10 +1,12 @@
 """The web console's routes through the built app, called with API Gateway REST proxy events: the page
-and its files with their content types and headers, nothing else (no path reaches the file system),
+and its files (every file of the static folder, every module the page imports) with their content
+types and headers, nothing else (no path reaches the file system),
 the trailing-slash redirect (also under the stage), and the OpenAPI document without them."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -66,7 +68,7 @@ def test_the_page_has_no_inline_script_style_or_handler_and_loads_only_its_own_f
     assert "<script>" not in page and "<style" not in page and " style=" not in page
     assert not [word for word in page.split() if word.lower().startswith("on") and "=" in word]
     # ... and the files it loads are the console's own, named relative to the page's URL
-    assert '<script type="module" src="console/console.js"></script>' in page
+    assert '<script type="module" src="console/main.js"></script>' in page
     assert '<link rel="stylesheet" href="console/console.css">' in page
     assert "http://" not in page and "https://" not in page
 
@@ -87,6 +89,33 @@ def test_each_file_is_served_with_its_content_type(api: LambdaApi, name: str, co
     assert response.body == (console.STATIC_DIR / name).read_text(encoding="utf-8")
 
 
+def test_every_file_of_the_static_folder_is_served() -> None:
+    # Given the files the console is made of
+    files = {path.name for path in console.STATIC_DIR.iterdir() if path.is_file()}
+    # Then each is one the console serves (a file of a kind without a content type would not be)
+    assert set(console.ASSETS) == files
+
+
+def test_every_module_the_page_imports_is_served_as_javascript(api: LambdaApi) -> None:
+    # Given the page's entry module, and every module it imports, directly or through another one
+    entry = re.search(r'<script type="module" src="console/([\w.]+)">', api.get("/console").body)
+    assert entry is not None
+    pending, modules = [entry.group(1)], {}
+    while pending:
+        name = pending.pop()
+        # When each is requested as the browser does, relative to the page
+        response = api.get(f"/console/{name}")
+        # Then it is served, as JavaScript (a browser runs a module of no other type)
+        assert response.status == 200, name
+        assert response.headers["content-type"] == "text/javascript; charset=utf-8", name
+        modules[name] = response.body
+        imported = re.findall(r'^(?:import|export) [^;]*? from "\./([\w.]+)";$', response.body, re.MULTILINE)
+        pending += [found for found in imported if found not in modules]
+    # ... and the console is several modules, none imported from outside its folder
+    assert {"main.js", "api.js", "statuses.js"} <= set(modules)
+    assert not [body for body in modules.values() if re.search(r'from "(?!\./)', body)]
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -94,13 +123,13 @@ def test_each_file_is_served_with_its_content_type(api: LambdaApi, name: str, co
         "/console/index.html",  # the page lives at /console only (its relative links resolve there)
         "/console/__init__.py",
         "/console/static",
-        "/console/console.js/more",
+        "/console/main.js/more",
         "/console/..%2f__init__.py",
         "/console/..%2F..%2Fapp.py",
         "/console/%2e%2e%2f__init__.py",
         "/console/..%252f__init__.py",  # encoded twice: arrives as `..%2f__init__.py`
         "/console/../routes.py",
-        "/console/static%2fconsole.js",
+        "/console/static%2fmain.js",
         "/console/%2fetc%2fpasswd",
     ],
 )
@@ -116,7 +145,7 @@ def test_anything_else_under_the_console_is_not_found(api: LambdaApi, path: str)
 
 
 def test_other_methods_are_refused_with_405(api: LambdaApi) -> None:
-    for path in ("/console", "/console/console.js"):
+    for path in ("/console", "/console/main.js"):
         response = api.request("POST", path, {})
         assert response.status == 405
         assert response.headers["allow"] == "GET"

@@ -1,7 +1,7 @@
-"""The web console: static files (`static/index.html`, `console.js`, `console.css`, an icon) served by
-the API Lambda at `/console`, beside the JSON API they call (same origin, paths relative to where the
-page is served, so behind API Gateway's `/<stage>` prefix too). Every console action is an API call
-a user could make; the console has no endpoint of its own.
+"""The web console: static files (`static/index.html`, its ES modules, `console.css`, an icon) served
+by the API Lambda at `/console`, beside the JSON API they call (same origin, paths relative to where
+the page is served, so behind API Gateway's `/<stage>` prefix too). Every console action is an API
+call a user could make; the console has no endpoint of its own.
 
 Only the files named in `ASSETS` are served: a request names a key of that table, never a path, so
 nothing else on the file system can be reached. The routes stay out of the OpenAPI document."""
@@ -23,12 +23,20 @@ from nexttick.errors import ErrorCode
 CONSOLE_PATH = "/console"
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 INDEX = "index.html"
-# Every file the console serves, with its content type: the whitelist (anything else is a 404).
+# The content type of each kind of file the console is made of (a module must be JavaScript, or the
+# browser refuses to run it).
+CONTENT_TYPES: dict[str, str] = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+# Every file the console serves, with its content type: the whitelist (anything else is a 404), read
+# from the static folder once when the API loads, so a new module is served without a second list.
 ASSETS: dict[str, str] = {
-    INDEX: "text/html; charset=utf-8",
-    "console.js": "text/javascript; charset=utf-8",
-    "console.css": "text/css; charset=utf-8",
-    "favicon.svg": "image/svg+xml",  # named by the page: else the browser asks for /favicon.ico
+    path.name: CONTENT_TYPES[path.suffix]
+    for path in sorted(STATIC_DIR.iterdir())
+    if path.is_file() and path.suffix in CONTENT_TYPES
 }
 # Scripts and styles from the stack only: no inline script, handler or style, nothing from elsewhere;
 # the page only talks to its own API (connect-src) and submits no form anywhere (forms run in script).
@@ -70,7 +78,7 @@ def _file(name: str) -> Response[Any]:
 @router.route(CONSOLE_PATH, "GET", include_in_schema=False)
 def console_page(request: Request) -> Response[Any]:
     """The page. `/console/` is sent to `/console`: the page names its files relative to its URL
-    (`console/console.js`), which resolve under the API's base only without the trailing slash."""
+    (`console/main.js`), which resolve under the API's base only without the trailing slash."""
     if (request.resolved_event.path or "").endswith("/"):
         location = f"{base_path(request)}{CONSOLE_PATH}"
         return Response(status_code=302, body="", headers={"Location": location, "Cache-Control": "no-cache"})
