@@ -6,7 +6,7 @@ Each function returns False, writing nothing, when the results do not hold its f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ def _save(figure: Figure, path: Path) -> None:
     plt.close(figure)
 
 
-def lateness(results: dict[str, Any], path: Path) -> bool:
+def lateness(results: Mapping[str, Any], path: Path) -> bool:
     """Lateness of `second` and `minute` precision: a histogram of the per-task samples when the
     results hold them, else the recorded percentiles (p50, p90, p99, max) side by side."""
     detail = results.get("detail", {}).get("lateness")
@@ -65,7 +65,7 @@ def lateness(results: dict[str, Any], path: Path) -> bool:
     return True
 
 
-def backlog(results: dict[str, Any], path: Path) -> bool:
+def backlog(results: Mapping[str, Any], path: Path) -> bool:
     """Items read per worker run (and per create) against pending tasks, log-log, ours and the
     baseline's full scan."""
     rows = results.get("backlog") or []
@@ -91,7 +91,7 @@ def backlog(results: dict[str, Any], path: Path) -> bool:
     return True
 
 
-def fanout(results: dict[str, Any], path: Path) -> bool:
+def fanout(results: Mapping[str, Any], path: Path) -> bool:
     """Time to drain one burst against the number of concurrent worker invocations: the issue's
     series and, when the section has it, its series with a small pool (I/O-bound invocations)."""
     section = results.get("fanout") or {}
@@ -120,14 +120,14 @@ def fanout(results: dict[str, Any], path: Path) -> bool:
     return True
 
 
-FIGURES: dict[str, Callable[[dict[str, Any], Path], bool]] = {
+FIGURES: dict[str, Callable[[Mapping[str, Any], Path], bool]] = {
     "lateness": lateness,
     "backlog": backlog,
     "fanout": fanout,
 }
 
 
-def write_all(results: dict[str, Any], out: Path) -> dict[str, str]:
+def write_all(results: Mapping[str, Any], out: Path) -> dict[str, str]:
     """Every figure the results hold, as `out/plots/<name>.png`; returns name -> path relative to
     `out`. A figure whose data is absent is removed, so no stale PNG outlives its figures."""
     written: dict[str, str] = {}

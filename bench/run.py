@@ -59,7 +59,7 @@ RUNNERS: dict[str, Callable[[bool], Any]] = {
 SECTIONS = tuple(RUNNERS)
 
 
-def latency_model() -> dict[str, Any]:
+def latency_model() -> report.LatencyModel:
     """The latency model (bench/latency.py): op -> ms, and its docstring as the figures' basis."""
     return {"ms": dict(latency.LATENCY_MS), "basis": latency.__doc__ or ""}
 
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         durations[section] = round(time.monotonic() - began, 1)
         print(f"bench: {section} took {durations[section]} s", file=sys.stderr, flush=True)
         detail[section], measured[section] = figures, date
-    results: dict[str, Any] = {
+    results: report.Results = {
         **report.derive(detail),
         "command": command,
         "date": date,

@@ -1,0 +1,109 @@
+"""For each headline target that can fall short (by its id in bench/targets.py): why it does, from
+measured causes, and what would close it. The report lists these under the headline for each
+target not met."""
+
+from __future__ import annotations
+
+WHY: dict[str, str] = {
+    "burst": (
+        "the worker is no longer what bounds it: a fire costs about 4.3 ms of worker CPU on this machine "
+        "(cpu section: two DynamoDB requests — the claim, whose answer is the task, and the completion "
+        "— at about 0.9 ms each through the store's light client, the rest the loop, the record "
+        "mapping, Powertools logging and metrics), and in a 500-task pooled run the worker process "
+        "used 2.9 s of CPU in 6.3 s while the stand-in, on the same two cores, used 4.8 s (its HTTP "
+        "handling and moto's condition and expression evaluation for every request under its one "
+        "lock). Closing it: a lighter stand-in (the figure is then the worker's again), less CPU per "
+        "fire, or what the design does for large bursts: more invocations (fan-out, below)."
+    ),
+    "dense units": (
+        "a one-shot task created without a client id is one item, its first queue entry: 1 write to "
+        "create, 2 to run (the claim, whose answer is the task; the outcome with its run, which ends "
+        "the entry): 3.00, and reads are the create's rule-record read and the task's share of the "
+        "pass's page and of the re-arm's re-check. What is over 3 is the run's own writes shared by "
+        "its tasks — the lateness histogram's minute, the rule record's CAS, confirmation and shard "
+        "raise, the create's occasional head lowering — about 8 per 1,000 tasks: at 1,000 per run "
+        "3.008, printed 3.01. Closing it: fewer record writes per run (folding the head raise into "
+        "the CAS) or more tasks per run."
+    ),
+    "sparse units": (
+        "reads: the worker's wake reads only the task's shard (the rule record's shard heads), its "
+        "re-arm starts from the pass's read and takes the record from its own conditional writes' "
+        "answers, and the keeper reads the record once per batch — what is left is a read of the "
+        "record per create, per pass and per keeper batch (about 7), the shard read by the pass, by "
+        "the re-arm and again after raising its head (the second read the model checker's mutant "
+        "shows is needed), and the task's read. Writes: the create's entry, head lowering, task, "
+        "record CAS and confirmation; the early wake's CAS, confirmation and wait claim; the run's "
+        "claim, task outcome, entry delete and lateness minute; the re-arm's release, "
+        "head raise, CAS and confirmation. The one-item layout took the entry write and delete and "
+        "the task read out (create 1 write, claim without the task read, completion 1 write); "
+        "closing the rest: folding the wait claim and the head raise into the record writes the wake "
+        "makes anyway."
+    ),
+    "cost": (
+        "DynamoDB is $0.85 of it at 3 write units per task; the rest is the worker Lambda's duration "
+        "in `second` mode (about 70 s of waiting per wake-up at 512 MB, shared by the tasks of a run: "
+        "$0.47). Closing it: less waiting per wake-up (a later early wake, or `minute` mode's short "
+        "wait) or a smaller worker for the wait."
+    ),
+    "fanout": (
+        "see the fan-out section: a duplicate or a lost task would be a defect; lost claims come from "
+        "invocations that finish their group and probe the others'."
+    ),
+    "fanout efficiency": (
+        "this machine has 2 cores and one invocation with the default pool of 32 already spends most "
+        "of one (worker CPU per fire in the fan-out table), so beyond 2 invocations there is no CPU "
+        "to scale into: the machine is the limit, not the emulator or the design. The pool-2 series "
+        "(each invocation waiting on I/O) shows how the fan-out scales while CPU is free."
+    ),
+    "fanout projected": (
+        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire (about 4.3 ms "
+        "in the cpu section, 4.1 to 5.7 ms in the fan-out's sandbox processes with the pool of 32, the "
+        "most when 4 share 2 cores) one invocation fires about 50 tasks per second; 1,000 fires/s "
+        "needs more invocations (`max_invocations` and reserved concurrency), more memory per "
+        "invocation (its CPU share: 8 "
+        "invocations of 1,769 MB are projected at about 890), or less CPU per fire. The projection "
+        "table lists the figure for each."
+    ),
+    "list page": (
+        "a page reads the same items whatever the backlog (one round of 16 Queries, about 50 queue "
+        "entries, and the page's tasks in one BatchGetItem), and its time no longer grows with the "
+        "backlog either: the emulator keeps each partition's keys sorted and stops a Query at its "
+        "Limit, as DynamoDB does (local/motopatches.py; before it, moto sorted a whole queue shard "
+        "per Query: 0.69 s per page at 1e5 pending). What is left is the page's 17 requests through "
+        "the store's client and in-process moto, a few ms each (`moto_query_s`). Closing it: a page that "
+        "queries only the shards that hold pending work, which the per-shard cursors of the hot-path "
+        "change would tell it."
+    ),
+    "local load": (
+        "moto runs in its own process (API p99 60 s -> ~6 s, connection errors 25 -> 0) and the "
+        "worker reads only the shards whose recorded head is due. What is left is queueing on CPU: "
+        "the local API runs one request at a time, as one Lambda execution environment does "
+        "(local/stack.py, `one_at_a_time`), so 20 closed-loop clients wait behind one another — a "
+        "p50 of 1.7 s is about 20 requests of ~90 ms each, their service time while the stack, the "
+        "emulator and the clients share two cores — and the worker's deliveries wait for the same "
+        "CPU (lateness p50 5 ms, p99 3 s). The figure moves between runs (API p99 5.6, 7.4 and 8.1 s "
+        "in three). Closing it: several API execution environments, as Lambda scales out, and less "
+        "CPU per request in the stack and the emulator."
+    ),
+    "bench time": (
+        "lateness alone needs 200 tasks over 5 minutes behind a 150 s lead, then the `minute` "
+        "stack's last delivery (~9 minutes, fixed by its target); the burst's sequential baseline "
+        "is 1,000 x ~96 ms plus its 5,000-task peak; the fan-out drains 2,000 tasks three times and "
+        "the pool-2 series three more, each drain with its stand-in and sandbox processes to start. "
+        "The sizes were cut (fan-out 10,000 -> 2,000 tasks and no 8-invocation rows, "
+        "30 instead of 100 operations per load client, the raw burst comparison at 200 tasks, "
+        "the lateness burst at 300): what is left is the targets' own sizes. Closing it: sections "
+        "run side by side on more cores (each measures in processes of its own)."
+    ),
+    "cold start": (
+        "the worker and the keeper meet it, the API does not. No handler imports the X-Ray SDK any "
+        "more (with `tracing` off, the default, the tracer's "
+        "provider does nothing; Powertools' default provider built an X-Ray client at import, ~0.2 s) "
+        "nor boto3 (clients come from botocore sessions; boto3 imports its S3 transfer manager, "
+        "~0.1 s). What is left is common to all three: botocore's client machinery (it imports its "
+        "documentation builders with the client module), pydantic and pydantic-settings; the API "
+        "adds Powertools' event handler and OpenAPI models. Import times on this machine also vary "
+        "by about ±30 % between runs of the same files. Closing it: the API's validation models "
+        "loaded on first use; settings parsed without pydantic-settings."
+    ),
+}
