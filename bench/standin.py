@@ -77,7 +77,7 @@ from moto.dynamodb.responses import ProjectionExpressionParser
 
 from bench.latency import LATENCY_MS, delay
 from local.moto_expressions import evaluate_expressions_once
-from local.motopatches import is_top_level, project_top_level
+from local.moto_projection import is_top_level, project_top_level
 
 Json = dict[str, Any]
 ACCOUNT = "123456789012"
