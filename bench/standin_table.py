@@ -13,7 +13,7 @@ from moto.dynamodb.exceptions import MockValidationException
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.responses import ProjectionExpressionParser
 
-from local.motopatches import is_top_level, project_top_level
+from local.moto_projection import is_top_level, project_top_level
 
 Json = dict[str, Any]
 ACCOUNT = "123456789012"

@@ -14,7 +14,8 @@ and rebuilding its processing map at every node. Here:
 * `DepthFirstTraverser.traverse` and `Node.find_clauses` do what moto's do, visiting the same nodes
   in the same order and calling the same processors, with each node class's processor found once.
 
-Written for moto 5.2.5, like local/motopatches.py, whose `PATCHED` includes `FINGERPRINTS` below.
+Written for moto 5.2.5 (`MOTO_VERSION`); `FINGERPRINTS` records the moto functions the patch
+replaces or relies on, checked by tests/unit/test_motopatches.py.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from moto.dynamodb.parsing.ast_nodes import (  # type: ignore[attr-defined]
 )
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
 from moto.dynamodb.parsing.validators import Validator
+
+MOTO_VERSION = "5.2.5"
 
 _moto_traverse = DepthFirstTraverser.traverse
 _moto_find_clauses = Node.find_clauses

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 
-from infra import names
+from infra import names, synth_template
+from nexttick import constants
 from nexttick.config import NextTickSettings
-from nexttick.constants import EPOCH_EXPRESSION
 from nexttick.store import TaskStore
 
 STACK_NAME = "nexttick-local"
@@ -106,13 +108,30 @@ def names_from_stack(
     )
 
 
+def deploy_local_template(
+    cloudformation: Any, lambda_client: Any, progress: Callable[[str], None]
+) -> StackNames:
+    """Deploy the CDK app's template for the emulator (synthesized once, then cached by the CDK
+    app) into moto; the names it created."""
+    defaults = StackNames(
+        table=os.environ.get("NEXTTICK_TABLE") or constants.DEFAULT_TABLE_NAME,
+        rule=os.environ.get("NEXTTICK_RULE") or constants.DEFAULT_RULE_NAME,
+        worker_function=os.environ.get("NEXTTICK_WORKER_FUNCTION") or constants.DEFAULT_WORKER_FUNCTION_NAME,
+        source="",
+    )
+    template = synth_template(local=True, announce=progress)
+    progress("deploying the template into the emulator ...")
+    outputs = deploy_template(cloudformation, template)
+    return names_from_stack(cloudformation, lambda_client, outputs, defaults)
+
+
 def create_resources(settings: NextTickSettings) -> None:
     """Table, the epoch rule and a placeholder worker function, as the CDK stack would create them,
     without CloudFormation: the quick set-up of tests and the bench against an emulator."""
 
     TaskStore.from_settings(settings).create_table()
     events = boto3.client("events", region_name=settings.region)
-    events.put_rule(Name=settings.rule_name, ScheduleExpression=EPOCH_EXPRESSION, State="ENABLED")
+    events.put_rule(Name=settings.rule_name, ScheduleExpression=constants.EPOCH_EXPRESSION, State="ENABLED")
     iam = boto3.client("iam", region_name=settings.region)
     role = iam.create_role(
         RoleName="nexttick-worker-test",

@@ -4,37 +4,23 @@ the state restored on start."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
-import signal
-import sys
 import time
-import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import IO, Any
 
 import boto3
 
-from infra import names
-from local import endpoints, logs, preflight, resources, state
+from local import endpoints, handlers, preflight, resources, state
 from local.emulator import EventBridgeEmulator, FiringPolicy
 from local.keeper import LocalKeeper
-from local.lambdas import ASYNC_RETRY_DELAYS, InvokeEndpoint, LocalFunction, SleepCountingClock
+from local.lambdas import InvokeEndpoint, LocalFunction, SleepCountingClock
 from local.motoprocess import EmulatorError, MotoProcess
 from local.motoserver import FROZEN_PASS_HEADER
-from local.options import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_WORKER_TIMEOUT_SECONDS,
-    EMULATOR_CREDENTIALS,
-    LocalOptions,
-    drop_profile,
-    handler_environment,
-)
+from local.options import EMULATOR_CREDENTIALS, LocalOptions, drop_profile
 from nexttick import constants
-from nexttick.config import get_settings
-from nexttick.runtime import Runtime
 
 logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
 
@@ -43,22 +29,23 @@ def _mark_snapshot_request(request: Any, **_: Any) -> None:
     request.headers[FROZEN_PASS_HEADER] = "1"
 
 
-def _load(handler: str, name: str | None = None) -> Any:
-    """What a Lambda handler setting (`lambdas/worker/handler.handler`) names, imported as Lambda
-    imports it; `name` picks another attribute of the same module."""
-    module, _, function = handler.rpartition(".")
-    return getattr(importlib.import_module(module.replace("/", ".")), name or function)
+def _use_emulator_credentials(region: str) -> None:
+    """Nothing in this process may reach real AWS: fake credentials, before any client exists."""
+    drop_profile()
+    os.environ.update(EMULATOR_CREDENTIALS)
+    os.environ["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"] = region
 
 
-# How often the idle main thread looks for a stop request (a stop starts at most this late).
-STOP_POLL_SECONDS = 0.2
-
-
-def synth_local_template(progress: Callable[[str], None]) -> dict[str, Any]:
-    """The CDK app's template for the emulator (synthesized once, then cached by the CDK app)."""
-    from infra import synth_template
-
-    return synth_template(local=True, announce=progress)
+def _emulator_clients(moto_url: str, region: str) -> dict[str, Any]:
+    """The stack's own clients of the emulator; their calls pass a frozen server (the snapshot)."""
+    session = boto3.session.Session(region_name=region)
+    clients = {
+        service: session.client(service, endpoint_url=moto_url)
+        for service in ("dynamodb", "events", "cloudformation", "lambda")
+    }
+    for client in clients.values():
+        client.meta.events.register("before-sign", _mark_snapshot_request)
+    return clients
 
 
 class LocalStack:
@@ -95,90 +82,25 @@ class LocalStack:
         opts = self.options
         self._lock = preflight.hold_state_dir(opts.state_dir)
         preflight.check_ports_free(opts)
-        # Nothing in this process may reach real AWS: fake credentials, before any client exists.
-        drop_profile()
-        os.environ.update(EMULATOR_CREDENTIALS)
-        os.environ["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"] = opts.region
+        _use_emulator_credentials(opts.region)
         # moto's CPU must not hold this process's GIL (the API, the worker, the emulated EventBridge)
-        self.moto = MotoProcess(opts.moto_port).start()
-        session = boto3.session.Session(region_name=opts.region)
-        clients = {
-            s: session.client(s, endpoint_url=self.moto.url)
-            for s in ("dynamodb", "events", "cloudformation", "lambda")
-        }
-        for client in clients.values():  # the stack's own calls pass a frozen server (snapshot)
-            client.meta.events.register("before-sign", _mark_snapshot_request)
-        self.names = deployed = self._create_resources(clients, progress)
+        self.moto = moto = MotoProcess(opts.moto_port).start()
+        clients = _emulator_clients(moto.url, opts.region)
+        self.names = deployed = resources.deploy_local_template(
+            clients["cloudformation"], clients["lambda"], progress
+        )
         self.endpoint = InvokeEndpoint([], port=opts.lambda_port)
-        os.environ.update(
-            handler_environment(
-                opts,
-                moto_url=self.moto.url,
-                lambda_url=self.endpoint.url,
-                names={
-                    "table": deployed.table,
-                    "rule": deployed.rule,
-                    "worker_function": deployed.worker_function,
-                },
-                function_env=deployed.worker_environment,
-                environ=os.environ,
-            )
+        self.actions = handlers.configure(
+            opts, moto_url=moto.url, lambda_url=self.endpoint.url, deployed=deployed, clock=self.clock
         )
-        get_settings.cache_clear()
-        settings, registry = preflight.validated_handler_settings()
-        self.actions = [f"{name} ({action.kind})" for name, action in sorted(registry.actions.items())]
-        # The worker sleeps on a clock the stack can see: an invocation that only sleeps is not
-        # waited for at shutdown.
-        _load(names.WORKER_HANDLER, "use")(Runtime.build(settings, clock=self.clock), registry)
-        # The snapshot plus the journal after it, straight into moto (neither journaled nor timed
-        # by the server); from here on every acknowledged write is journaled before its response.
-        self.restored_tasks = self.moto.recover(
-            opts.state_dir,
-            region=opts.region,
-            table=deployed.table,
-            rule=deployed.rule,
-            now=time.time(),
-            fresh=not opts.restore,
-            progress=progress,
-        )
+        self.restored_tasks = self._restore(moto, deployed, progress)
         self._clients = clients  # from here on the table holds the whole state: stop() saves it
-        timeout = opts.worker_timeout or deployed.worker_timeout or DEFAULT_WORKER_TIMEOUT_SECONDS
-        self.worker = LocalFunction(
-            deployed.worker_function,
-            _load(names.WORKER_HANDLER),
-            timeout_seconds=timeout,
-            region=opts.region,
-            concurrency=opts.concurrency or deployed.reserved_concurrency or DEFAULT_CONCURRENCY,
-            retry_delays=ASYNC_RETRY_DELAYS[: deployed.async_retries]
-            if deployed.async_retries is not None
-            else ASYNC_RETRY_DELAYS,
-        )
-        self.endpoint.functions[self.worker.name] = self.worker
-        self.endpoint.start()
-        self.emulator = EventBridgeEmulator(
-            clients["events"],
-            deployed.rule,
-            self.worker.invoke_async,
-            policy=FiringPolicy(jitter=opts.jitter, max_delivery_delay=opts.max_delivery_delay),
-        )
-        self.moto.subscribe(self.emulator.notify)
-        self.emulator.start()
+        self.worker = handlers.start_worker(opts, self.endpoint, deployed)
+        self.emulator = self._start_eventbridge(moto, clients["events"], deployed.rule, self.worker)
         # The keeper keeps what is written from here on; the sync invocation below covers the restore.
-        keeper = LocalKeeper.for_stack(self.moto, clients["cloudformation"], deployed.table, opts.region)
+        keeper = LocalKeeper.for_stack(moto, clients["cloudformation"], deployed.table, opts.region)
         self.keeper = keeper.start()
-        from lambdas.api.app import RESOURCES
-        from local.gateway import serve
-
-        self.api = serve(
-            _load(names.API_HANDLER),
-            "127.0.0.1",
-            opts.api_port,
-            # one request per execution environment at a time, as in Lambda (local/gateway.py)
-            one_at_a_time=True,
-            function_name=constants.DEFAULT_API_FUNCTION_NAME,
-            resources=RESOURCES,
-            region=opts.region,
-        )
+        self.api = handlers.serve_api(opts)
         # Whatever came due while stopped runs now (subject to its misfire policy); the rule is
         # re-derived from the table.
         self.worker.invoke_async(
@@ -188,21 +110,37 @@ class LocalStack:
         self._published = True
         return self
 
-    def _create_resources(
-        self, clients: dict[str, Any], progress: Callable[[str], None]
-    ) -> resources.StackNames:
-        """Deploy the CDK app's template into moto."""
-        defaults = resources.StackNames(
-            table=os.environ.get("NEXTTICK_TABLE") or constants.DEFAULT_TABLE_NAME,
-            rule=os.environ.get("NEXTTICK_RULE") or constants.DEFAULT_RULE_NAME,
-            worker_function=os.environ.get("NEXTTICK_WORKER_FUNCTION")
-            or constants.DEFAULT_WORKER_FUNCTION_NAME,
-            source="",
+    def _restore(
+        self, moto: MotoProcess, deployed: resources.StackNames, progress: Callable[[str], None]
+    ) -> int:
+        """The snapshot plus the journal after it, straight into moto (neither journaled nor timed
+        by the server); from here on every acknowledged write is journaled before its response.
+        How many tasks were restored."""
+        opts = self.options
+        return moto.recover(
+            opts.state_dir,
+            region=opts.region,
+            table=deployed.table,
+            rule=deployed.rule,
+            now=time.time(),
+            fresh=not opts.restore,
+            progress=progress,
         )
-        template = synth_local_template(progress)
-        progress("deploying the template into the emulator ...")
-        outputs = resources.deploy_template(clients["cloudformation"], template)
-        return resources.names_from_stack(clients["cloudformation"], clients["lambda"], outputs, defaults)
+
+    def _start_eventbridge(
+        self, moto: MotoProcess, events: Any, rule: str, worker: LocalFunction
+    ) -> EventBridgeEmulator:
+        """The emulated EventBridge: fires the rule at the worker, told of each rule change."""
+        opts = self.options
+        emulator = EventBridgeEmulator(
+            events,
+            rule,
+            worker.invoke_async,
+            policy=FiringPolicy(jitter=opts.jitter, max_delivery_delay=opts.max_delivery_delay),
+        )
+        moto.subscribe(emulator.notify)
+        emulator.start()
+        return emulator
 
     def _endpoint_info(self) -> dict[str, Any]:
         assert self.moto and self.endpoint and self.names
@@ -291,79 +229,3 @@ class LocalStack:
         return self.phase.format(running=running, sleeping=self.clock.sleeping())
 
     # ------------------------------------------------------------------ banner
-    def banner(self) -> str:
-        assert self.moto and self.endpoint and self.names
-        api = self.api_url
-        restored = (
-            f"restored {self.restored_tasks} task{'s' * (self.restored_tasks != 1)} from {self.state_file}"
-            if self.restored_tasks
-            else "started empty"
-        )
-        return f"""
-nexttick local stack is running ({restored})
-  API          {api}   (GET /health, GET /openapi.json, Swagger UI {api}/docs)
-  AWS (moto)   {self.moto.url}   table {self.names.table}, rule {self.names.rule} (own process)
-  worker       {self.names.worker_function} in-process, Lambda Invoke at {self.endpoint.url}
-  actions      {", ".join(self.actions)}   (add your own with NEXTTICK_ACTIONS)
-  resources    {self.names.source}
-  state        {self.state_file} (every change journaled beside it; survives kill -9)
-  endpoints    {self.options.state_dir / endpoints.LOCAL_FILE} (the nexttick CLI uses them)
-
-Try it:
-  curl -s -X POST {api}/tasks -H 'content-type: application/json' \\
-       -d '{{"action": "log", "delay_seconds": 10, "payload": {{"hello": "world"}}}}'
-  nexttick add --action log --in 30s --payload '{{"hello": "again"}}'
-  nexttick ls
-Stop with Ctrl-C.
-"""
-
-
-def run(options: LocalOptions) -> int:
-    """Start the stack, print where it is, run until Ctrl-C / SIGTERM, then stop cleanly."""
-    logs.configure(options.log_format)
-    # moto names every template resource type it does not emulate (alarms, ...); the stack is fine.
-    # Connection-pool warnings come from many threads sharing one client, harmless here.
-    for noisy in ("botocore", "pynamodb"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    for noisy in ("moto", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
-    warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
-    stack = LocalStack(options)
-    # The signal handler touches no lock (an Event or a buffered print there can deadlock with the
-    # main thread holding the same lock): it sets a flag, and writes its status line straight to
-    # the file descriptor. The idle wait polls the flag: a signal that lands just before a long
-    # sleep begins (or on another thread) would not cut that sleep short.
-    signals = {"stop": False}
-
-    def on_signal(*_: Any) -> None:
-        if signals["stop"]:
-            os.write(sys.stdout.fileno(), f"still stopping: {stack.stopping_status()}\n".encode())
-            return
-        signals["stop"] = True
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-
-    def progress(message: str) -> None:
-        print(f"nexttick local: {message}", flush=True)
-
-    emulator_lost = False
-    try:
-        try:
-            stack.start(progress)
-        except preflight.StartupError as exc:
-            print(f"error: {exc.message}", file=sys.stderr, flush=True)
-            return exc.code
-        print(stack.banner(), flush=True)
-        while not signals["stop"] and stack.emulator_running():
-            time.sleep(STOP_POLL_SECONDS)
-        if not signals["stop"]:
-            print("error: the emulator process ended; stopping", file=sys.stderr, flush=True)
-            emulator_lost = True
-        print("stopping (Ctrl-C again to see what it waits for) ...", flush=True)
-    finally:
-        saved = stack.stop()
-    if saved:
-        print(f"stopped; state saved to {stack.state_file}", flush=True)
-    return 1 if emulator_lost else 0

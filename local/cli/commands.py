@@ -323,7 +323,7 @@ def cmd_local(args: argparse.Namespace, target: Target, out: Output) -> int:
     from local.options import LocalOptions
 
     try:
-        from local.stack import run
+        from local.foreground import run
     except ImportError as exc:  # moto[server] is a development dependency
         raise SystemExit(
             f"error: the local stack needs the development dependencies ({exc}); run `make run`"

@@ -19,7 +19,7 @@ import pytest
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.table import Table
 
-from local.motopatches import SortedPartition, _moto_query, _query
+from local.moto_query import SortedPartition, _moto_query, _query
 from tests.support.aws import create_keyed_table
 
 TABLES: dict[str, Literal["S", "N"]] = {"strings": "S", "numbers": "N"}

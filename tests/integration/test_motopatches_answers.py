@@ -19,7 +19,7 @@ import pytest
 from moto.dynamodb.responses import DynamoResult
 from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 
-from local import motopatches
+from local import moto_answers, motopatches
 from tests.support.aws import create_keyed_table
 
 TABLES = ("patched", "moto")
@@ -29,8 +29,8 @@ TABLES = ("patched", "moto")
 def moto_serializer() -> Iterator[None]:
     """moto's own serializer for the requests made inside."""
     patched = DynamoResult.execute_result, DynamoDBStreamsHandler.serialized
-    DynamoResult.execute_result = motopatches._moto_execute_result  # type: ignore[method-assign]
-    DynamoDBStreamsHandler.serialized = motopatches._moto_streams_serialized  # type: ignore[method-assign]
+    DynamoResult.execute_result = moto_answers._moto_execute_result  # type: ignore[method-assign]
+    DynamoDBStreamsHandler.serialized = moto_answers._moto_streams_serialized  # type: ignore[method-assign]
     try:
         yield
     finally:
