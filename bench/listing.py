@@ -5,7 +5,7 @@ Per backlog (pending one-shot tasks loaded straight into moto's table, due 1 to 
 the median wall time of a page, the items it read by the DynamoDB meter (queue entries and the
 page's tasks), its Query calls and read units, the load time, and `moto_query_s`: the median
 wall time of one raw boto3 Query with Limit=2 against one shard, moto's own floor. The emulator is
-lightened as the local stack's (local/motopatches.py): partitions keep their keys sorted and a Query
+lightened as the local stack's (local/moto_query.py): partitions keep their keys sorted and a Query
 stops at its Limit, so neither figure should grow with the backlog.
 """
 

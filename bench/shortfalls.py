@@ -68,7 +68,7 @@ WHY: dict[str, str] = {
         "a page reads the same items whatever the backlog (one round of 16 Queries, about 50 queue "
         "entries, and the page's tasks in one BatchGetItem), and its time no longer grows with the "
         "backlog either: the emulator keeps each partition's keys sorted and stops a Query at its "
-        "Limit, as DynamoDB does (local/motopatches.py; before it, moto sorted a whole queue shard "
+        "Limit, as DynamoDB does (local/moto_query.py; before it, moto sorted a whole queue shard "
         "per Query: 0.69 s per page at 1e5 pending). What is left is the page's 17 requests through "
         "the store's client and in-process moto, a few ms each (`moto_query_s`). Closing it: a page that "
         "queries only the shards that hold pending work, which the per-shard cursors of the hot-path "
