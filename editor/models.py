@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, PlainSerializer, TypeAdapter
 
 from nexttick.actions.base import idempotency_key
 from nexttick.schedules import ScheduleKind, UpcomingRun
@@ -245,7 +245,10 @@ class Upcoming:
         datetime, Field(description="When it starts: `scheduled_for` plus the task's jitter (UTC).")
     ]
     local: Annotated[
-        datetime, Field(description="`scheduled_for` on the wall clock of the task's zone, with its offset.")
+        datetime,
+        # Its numeric offset even in UTC (+00:00): a wall time, read beside the zone's other ones.
+        PlainSerializer(datetime.isoformat, return_type=str, when_used="json"),
+        Field(description="`scheduled_for` on the wall clock of the task's zone, with its offset."),
     ]
     dst: Annotated[
         Literal["shifted", "repeated-first", "repeated-second"] | None,
