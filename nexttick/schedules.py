@@ -54,14 +54,16 @@ class ScheduleKind(StrEnum):
 
 
 class DstSkipped(StrEnum):
-    """What a cron wall time that a DST gap skips does (see the module docstring)."""
+    """What a cron wall time that a DST gap skips does: nothing (`skip`), or it runs after the gap,
+    at the wall time read with the offset before the change (`shift`)."""
 
     SKIP = "skip"
     SHIFT = "shift"
 
 
 class DstRepeated(StrEnum):
-    """What a cron wall time that a DST fold repeats does (see the module docstring)."""
+    """What a cron wall time that a DST fold repeats does: it runs at its `first` pass, its `last`,
+    or `both`."""
 
     FIRST = "first"
     LAST = "last"

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from pydantic.json_schema import SkipJsonSchema
 
 from editor import LISTABLE_STATUSES, TIME_FIELDS
-from editor.changes import MAX_CATCH_UP, MAX_SKIP
+from editor.changes import MAX_CATCH_UP, MAX_SKIP, Missed
 from nexttick.constants import (
     MAX_ACTION_LENGTH,
     MAX_ATTEMPTS,
@@ -32,7 +32,7 @@ from nexttick.constants import (
 )
 from nexttick.constants import TASK_ID_PATTERN as TASK_ID_REGEX
 from nexttick.errors import ErrorCode, NextTickError
-from nexttick.schedules import MAX_JITTER_SECONDS
+from nexttick.schedules import MAX_JITTER_SECONDS, DstRepeated, DstSkipped
 from nexttick.timeutil import parse_duration
 
 # Patterns document (and pre-check) the shapes the editor parses; it still checks the values.
@@ -100,8 +100,9 @@ Payload = Annotated[
 ]
 
 
-DstSkippedName = Literal["skip", "shift"]
-DstRepeatedName = Literal["first", "last", "both"]
+# The domain's own enumerations (their words, given as strings in JSON).
+DstSkippedName = Annotated[DstSkipped, Field(strict=False)]
+DstRepeatedName = Annotated[DstRepeated, Field(strict=False)]
 Jitter = Annotated[Seconds, Field(le=MAX_JITTER_SECONDS)]
 JITTER_DESCRIPTION = (
     "Start each occurrence up to this many seconds after its time, by a hash of its idempotency key: "
@@ -251,7 +252,7 @@ ListableStatus = StrEnum(  # type: ignore[misc]
 class ResumeRequest(_Strict):
     """What happens to the occurrences that fell due while the task was paused."""
 
-    missed: Literal["skip", "once", "each"] | SkipJsonSchema[None] = Field(
+    missed: Annotated[Missed, Field(strict=False)] | SkipJsonSchema[None] = Field(
         default=None,
         description="`skip`: none runs, on to the first one after now; `once` (default): the newest "
         "runs now; `each`: the newest `max_catch_up` run one after the other from now, oldest first. "
