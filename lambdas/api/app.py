@@ -1,5 +1,5 @@
 """The HTTP API as a Powertools REST resolver, validated by pydantic models, over the editor library:
-the routes (`routes.py`), request reading (`requests.py`), one error mapping (`errors.py`), the
+the routes (`routes/`), request reading (`requests.py`), one error mapping (`errors.py`), the
 OpenAPI document (`openapi.py`) and the web console's static files (`console/`), assembled for one
 editor."""
 
@@ -12,10 +12,13 @@ from collections.abc import Callable
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 from editor import Editor
-from lambdas.api import console, routes
+from lambdas.api import console
 from lambdas.api.errors import register_error_handlers
 from lambdas.api.openapi import API_VERSION, DESCRIPTION, TITLE
 from lambdas.api.requests import JsonOnlyValidation, json_body
+from lambdas.api.routes import ROUTERS
+from lambdas.api.routes.routing import ROUTE_METHODS, current_app, current_editor
+from lambdas.api.routes.service import DOCS_PATH
 
 
 def _resource(rule: str) -> str:
@@ -26,8 +29,8 @@ def _resource(rule: str) -> str:
 # API Gateway resource -> methods of every route the app serves (Swagger UI's page and the web
 # console's files included).
 RESOURCE_METHODS: dict[str, frozenset[str]] = {
-    **{_resource(rule): frozenset(methods) for rule, methods in routes.ROUTE_METHODS.items()},
-    routes.DOCS_PATH: frozenset({"GET"}),
+    **{_resource(rule): frozenset(methods) for rule, methods in ROUTE_METHODS.items()},
+    DOCS_PATH: frozenset({"GET"}),
     **{_resource(rule): frozenset(methods) for rule, methods in console.ROUTE_METHODS.items()},
 }
 # The resources the local API Gateway adapter matches requests to (`resource`, `pathParameters`).
@@ -48,11 +51,12 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
                     editors.append(editor_factory())
         return editors[0]
 
-    app.include_router(routes.router)
+    for router in ROUTERS:
+        app.include_router(router)
     app.include_router(console.router)  # the web console: static files, outside the OpenAPI document
-    app.dependency_overrides[routes.current_editor] = editor
-    app.dependency_overrides[routes.current_app] = lambda: app
-    app.enable_swagger(path=routes.DOCS_PATH, title=TITLE, version=API_VERSION, description=DESCRIPTION)
+    app.dependency_overrides[current_editor] = editor
+    app.dependency_overrides[current_app] = lambda: app
+    app.enable_swagger(path=DOCS_PATH, title=TITLE, version=API_VERSION, description=DESCRIPTION)
     register_error_handlers(app, RESOURCE_METHODS)
     return app
 

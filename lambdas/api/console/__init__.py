@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.request import Request
 
 from lambdas.api.errors import error_response
-from lambdas.api.routes import base_path
+from lambdas.api.routes.routing import base_path
 from nexttick.errors import ErrorCode
 
 CONSOLE_PATH = "/console"
