@@ -24,7 +24,7 @@ from editor.models import (
     UpcomingRuns,
     as_json,
 )
-from editor.specs import LISTABLE_STATUSES, TIME_FIELDS
+from editor.specs import LISTABLE_STATUSES, QUEUED_STATUSES, TIME_FIELDS
 from nexttick.errors import (
     ConflictError,
     NextTickError,
@@ -39,6 +39,7 @@ from nexttick.store import AWS_FAILURES, TaskStatus
 __all__ = [
     "AWS_FAILURES",
     "LISTABLE_STATUSES",
+    "QUEUED_STATUSES",
     "TIME_FIELDS",
     "ConflictError",
     "CreateResult",

@@ -32,6 +32,7 @@ from editor.models import (
     UpcomingRuns,
 )
 from editor.specs import (
+    QUEUED_STATUSES,
     check_count,
     check_integer,
     check_page,
@@ -161,7 +162,7 @@ class Editor(EditorChanges):
                         self.store.discard_entry(entry.ref)
                     continue
                 view = self._view(record, entry=entry, now=now)
-                if status is None or view.status == status:
+                if view.status in (QUEUED_STATUSES if status is None else (status,)):
                     items.append(view)
             if len(items) == limit:
                 break

@@ -44,6 +44,8 @@ from nexttick.timeutil import parse_duration, parse_instant
 
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 LISTABLE_STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.PAUSED)
+# What `Editor.list` answers when no status is asked for: the tasks due to run, or running.
+QUEUED_STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING)
 TIME_FIELDS = ("due", "delay_seconds", "cron", "every")
 # Fields that only a cron schedule takes: they shape its wall-clock times.
 CRON_FIELDS = ("timezone", "dst_skipped", "dst_repeated")

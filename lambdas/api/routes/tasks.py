@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.request import Request
 from pydantic.json_schema import SkipJsonSchema
 
-from editor import TaskChanges, TaskSpec
+from editor import QUEUED_STATUSES, TaskChanges, TaskSpec
 from editor.models import Page, Preview, Task
 from lambdas.api.models import (
     CREATE_EXAMPLES,
@@ -38,6 +38,9 @@ from nexttick import constants
 
 router = Router()
 _route = route_on(router)
+
+
+_QUEUED = " and ".join(f"`{status}`" for status in QUEUED_STATUSES)
 
 
 @_route(
@@ -74,10 +77,11 @@ def create_task(
 @_route(
     "GET",
     "/tasks",
-    summary="List queued tasks (pending / running) in due order",
+    summary=f"List queued tasks ({' / '.join(QUEUED_STATUSES)}) in due order",
     operation_id="listTasks",
-    description="The queue, earliest due first: `pending` and `running` tasks only (finished tasks "
-    "- succeeded, failed, cancelled, skipped - are read by id). Follow `next_cursor` for more.",
+    description=f"The queue, earliest due first: {_QUEUED} tasks only (`x-queued-statuses`; finished "
+    "tasks are read by id). Follow `next_cursor` for more.",
+    openapi_extensions={"x-queued-statuses": list(QUEUED_STATUSES)},
     responses={
         200: documented("One page.", Page),
         **documented_errors(422),

@@ -3,14 +3,14 @@
 
 import { api } from "./api.js";
 
-// GET /tasks lists a paused task only when asked for it (`status=paused`); only a paused task can be
-// resumed. The document declares no set for either, so this one status is named here.
+// Only a paused task can be resumed: the document declares no set for that, so this one status is
+// named here.
 export const PAUSED = "paused";
 
 /** Filled by `loadStatuses`:
  * - `listable`: what GET /tasks?status= accepts, every status that is not finished (so cancellable);
- * - `queued`: the listable ones but paused, which GET /tasks lists unasked: due to run or running
- *   (so pausable, and watched);
+ * - `queued`: what GET /tasks lists unasked (its `x-queued-statuses`): due to run or running (so
+ *   pausable, and watched);
  * - `finished`: the others, which nothing runs any more. */
 export const STATUSES = { listable: [], queued: new Set(), finished: new Set() };
 
@@ -28,11 +28,14 @@ function enumOf(document, schema, what) {
 
 export async function loadStatuses() {
   const { data: document } = await api("GET", "/openapi.json");
-  const filter = document.paths["/tasks"].get.parameters.find((parameter) => parameter.name === "status");
+  const list = document.paths["/tasks"].get;
+  const filter = list.parameters.find((parameter) => parameter.name === "status");
+  const queued = list["x-queued-statuses"];
+  if (!Array.isArray(queued)) throw new Error("openapi.json: no x-queued-statuses on GET /tasks");
   const listable = enumOf(document, filter?.schema, "the status of GET /tasks");
   const task = document.paths["/tasks/{id}"].get.responses["200"].content["application/json"].schema;
   const all = enumOf(document, resolved(document, task).properties.status, "a task's status");
   STATUSES.listable = listable;
-  STATUSES.queued = new Set(listable.filter((status) => status !== PAUSED));
+  STATUSES.queued = new Set(queued);
   STATUSES.finished = new Set(all.filter((status) => !listable.includes(status)));
 }
