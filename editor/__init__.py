@@ -10,6 +10,7 @@ ed.cancel(task.id)
 """
 
 from editor.client import Editor
+from editor.inputs import TaskChanges, TaskSpec
 from editor.models import (
     CreateResult,
     Lateness,
@@ -18,8 +19,6 @@ from editor.models import (
     Run,
     RunPage,
     Task,
-    TaskChanges,
-    TaskSpec,
     Upcoming,
     UpcomingRuns,
     as_json,

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from editor.models import TaskChanges, TaskSpec
+from editor.inputs import TaskChanges, TaskSpec
 from editor.specs import (
     CRON_FIELDS,
     TIME_FIELDS,

@@ -23,7 +23,8 @@ from editor.changes import (
     version_mismatch,
 )
 from editor.core import EditorCore, HeadCover
-from editor.models import Task, TaskChanges
+from editor.inputs import TaskChanges
+from editor.models import Task
 from nexttick.constants import CLAIM_AHEAD_SECONDS
 from nexttick.errors import ConflictError, ValidationError
 from nexttick.store import Pointer, TaskRecord, TaskStatus

@@ -18,6 +18,7 @@ from typing import Any
 from editor.changes import new_record
 from editor.changing import EditorChanges
 from editor.core import HeadCover
+from editor.inputs import TaskSpec
 from editor.models import (
     CreateResult,
     Lateness,
@@ -27,7 +28,6 @@ from editor.models import (
     Run,
     RunPage,
     Task,
-    TaskSpec,
     Upcoming,
     UpcomingRuns,
 )
