@@ -131,8 +131,8 @@ def emit_by_dimensions(name: str, unit: MetricUnit, values: Mapping[Dimensions, 
     """Values of metric `name` grouped by their own dimensions (plus `service`): one EMF line per
     dimension set (Powertools `EphemeralMetrics`; it starts a new line past 100 values), so a worker
     pass prints a line per action and kind, not per run. The invocation's shared `metrics` keep their
-    dimension set. With metrics disabled nothing is printed (`EphemeralMetrics` does not check
-    `POWERTOOLS_METRICS_DISABLED` itself)."""
+    dimension set. With metrics disabled nothing is printed (`EphemeralMetrics` checks
+    `POWERTOOLS_METRICS_DISABLED` when flushed, not when it prints at its 100th value)."""
     if is_metrics_disabled():
         return
     for dimensions, batch in values.items():
