@@ -15,15 +15,12 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+
+# Powertools has no public "are metrics disabled" check (POWERTOOLS_METRICS_DISABLED, POWERTOOLS_DEV).
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
-from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
-from aws_lambda_powertools.shared import constants
-from aws_lambda_powertools.shared.functions import (
-    extract_event_from_common_models,
-    resolve_truthy_env_var_choice,
-)
+
+# Powertools has no public no-op tracer: `Tracer(disabled=True)` still loads the X-Ray SDK.
 from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
 from aws_lambda_powertools.utilities import jmespath_utils
 
@@ -35,16 +32,29 @@ NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", APP_NAME)
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
-class _EMFProvider(AmazonCloudWatchEMFProvider):
-    """CloudWatch EMF, except that with metrics disabled (`POWERTOOLS_METRICS_DISABLED`, as the
-    local stack runs by default) a flush drops what the invocation added. Powertools keeps disabled
-    metrics: once one holds 100 values it prints them anyway, then warns that nothing is left."""
+class _InvocationMetrics(Metrics):
+    """Powertools' `Metrics`, except that with metrics disabled (`POWERTOOLS_METRICS_DISABLED`, as
+    the local stack runs by default) `log_metrics` drops what the invocation added instead of
+    flushing. Powertools keeps disabled metrics: once one holds 100 values it prints them anyway; and
+    its flush warns whenever the set is empty, as another thread's invocation may just have left it."""
 
-    def flush_metrics(self, raise_on_empty_metrics: bool = False) -> None:
-        if is_metrics_disabled():
-            self.clear_metrics()
-        else:
-            super().flush_metrics(raise_on_empty_metrics=raise_on_empty_metrics)
+    def log_metrics(
+        self, lambda_handler: Callable[..., Any] | None = None, *args: Any, **kwargs: Any
+    ) -> Callable[..., Any]:
+        if lambda_handler is None:
+            return functools.partial(self.log_metrics, *args, **kwargs)
+        flushing = super().log_metrics(lambda_handler, *args, **kwargs)
+
+        @functools.wraps(lambda_handler)
+        def invoke(*call_args: Any, **call_kwargs: Any) -> Any:
+            if not is_metrics_disabled():
+                return flushing(*call_args, **call_kwargs)
+            try:
+                return lambda_handler(*call_args, **call_kwargs)
+            finally:
+                self.clear_metrics()
+
+        return invoke
 
 
 class _Untraced(BaseSegment):
@@ -96,14 +106,18 @@ class _NoTracing(BaseProvider):
         pass
 
 
+def _switched_on(variable: str) -> bool:
+    """A Powertools on/off environment variable: on for the words Powertools reads as true."""
+    return os.getenv(variable, "false").strip().lower() in ("1", "y", "yes", "t", "true", "on")
+
+
 def _tracing_on() -> bool:
     """X-Ray records only inside Lambda (where its daemon listens) and unless tracing is disabled."""
-    disabled = resolve_truthy_env_var_choice(env=os.getenv(constants.TRACER_DISABLED_ENV, "false"))
-    return bool(os.getenv(constants.LAMBDA_TASK_ROOT_ENV)) and not disabled
+    return bool(os.getenv("LAMBDA_TASK_ROOT")) and not _switched_on("POWERTOOLS_TRACE_DISABLED")
 
 
 logger = Logger(service=SERVICE)
-metrics = Metrics(provider=_EMFProvider(namespace=NAMESPACE, service=SERVICE))
+metrics = _InvocationMetrics(namespace=NAMESPACE, service=SERVICE)
 if _tracing_on():
     tracer = Tracer(service=SERVICE)
 else:
@@ -117,8 +131,8 @@ def emit_by_dimensions(name: str, unit: MetricUnit, values: Mapping[Dimensions, 
     """Values of metric `name` grouped by their own dimensions (plus `service`): one EMF line per
     dimension set (Powertools `EphemeralMetrics`; it starts a new line past 100 values), so a worker
     pass prints a line per action and kind, not per run. The invocation's shared `metrics` keep their
-    dimension set. With metrics disabled nothing is printed (`EphemeralMetrics` does not check
-    `POWERTOOLS_METRICS_DISABLED` itself)."""
+    dimension set. With metrics disabled nothing is printed (`EphemeralMetrics` checks
+    `POWERTOOLS_METRICS_DISABLED` when flushed, not when it prints at its 100th value)."""
     if is_metrics_disabled():
         return
     for dimensions, batch in values.items():
@@ -145,9 +159,12 @@ def inject_lambda_context(*, correlation_id_path: str | None = None) -> Callable
 
         @functools.wraps(handler)
         def invoke(event: Any, context: Any) -> Any:
-            keys: dict[str, Any] = {
+            keys: dict[str, Any] = {  # Powertools' standard keys
                 "cold_start": next(invocations) == 0,
-                **build_lambda_context_model(context).__dict__,
+                "function_name": context.function_name,
+                "function_memory_size": context.memory_limit_in_mb,
+                "function_arn": context.invoked_function_arn,
+                "function_request_id": context.aws_request_id,
             }
             if correlation_id_path:
                 keys["correlation_id"] = jmespath_utils.query(envelope=correlation_id_path, data=event)
@@ -155,8 +172,8 @@ def inject_lambda_context(*, correlation_id_path: str | None = None) -> Callable
             logger.thread_safe_append_keys(**keys)
             # The rest of what Powertools' decorator does: POWERTOOLS_LOGGER_LOG_EVENT, and sampling
             # drawn again for each warm invocation (POWERTOOLS_LOGGER_SAMPLE_RATE).
-            if resolve_truthy_env_var_choice(env=os.getenv(constants.LOGGER_LOG_EVENT_ENV, "false")):
-                logger.info(extract_event_from_common_models(event))
+            if _switched_on("POWERTOOLS_LOGGER_LOG_EVENT"):
+                logger.info(event)
             if logger.sampling_rate and not keys["cold_start"]:
                 logger.refresh_sample_rate_calculation()
             try:

@@ -40,6 +40,7 @@ RESOURCES = tuple(RESOURCE_METHODS)
 def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     """The API as a Powertools resolver. `editor_factory` is called once, on first use."""
     app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=json_body)
+    # Powertools has no public way to replace its request validation or to run a middleware before it.
     app._request_validation_middleware = JsonOnlyValidation()  # JSON bodies only (see the class)
     editor_lock = threading.Lock()
     editors: list[Editor] = []
