@@ -102,6 +102,9 @@ class JsonOnlyValidation(OpenAPIRequestValidationMiddleware):
     Powertools runs its validation before every middleware an app can add, so the media type can
     only be checked here, in the validation middleware the resolver is given."""
 
+    # Powertools has no public way to replace its request validation (or run a middleware before
+    # it): `_get_body` and `_parse_json_data` are checked by tests/unit/test_powertools_internals.py.
+
     def _get_body(self, app: Any) -> dict[str, Any]:
         media_type = app.current_event.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type and media_type != "application/json" and not media_type.endswith("+json"):
