@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-from nexttick.rulesync import Outcome, RuleSync
+from nexttick.rulearm import Outcome
+from nexttick.rulesync import RuleSync
 from nexttick.store.keys import shard_of, split_queue_sort_key
 from nexttick.store.records import RUNNABLE_NOW, RuleState, TaskStatus
 from nexttick.store.streams import ItemKind, item_kind, removed_payload, rule_image, task_image

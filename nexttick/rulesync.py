@@ -26,6 +26,10 @@ so no wake-up is lost (docs/architecture.md has the full argument). Shards whose
 in the future are never read: a sparse queue's wake reads one shard, not all of them. A minute too
 close to arm is not armed: the worker is invoked directly instead, unless a sleeping waiter's claim
 covers the task.
+
+RuleSync is the protocol's entry point; its parts live beside it: nexttick.rulearm (what it talks to,
+and lowering, publishing and confirming the armed minute) and nexttick.rulehead (the shards' heads
+and cursors, and the worker's refresh of them).
 """
 
 from __future__ import annotations
@@ -33,83 +37,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
 
-from nexttick.clock import Clock
-from nexttick.ruletiming import Timing
-from nexttick.store.records import RuleState, ShardFront
+from nexttick.rulearm import Outcome, RuleArming
+from nexttick.rulehead import ShardHeads, head_later
+from nexttick.store.records import RuleState
 
 logger = logging.getLogger(__name__)
-
-
-class RuleStateStore(Protocol):
-    """The part of TaskStore the protocol needs (so tests can model-check it in memory too)."""
-
-    def read_rule_state(self) -> RuleState: ...
-
-    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None: ...
-
-    def confirm_published(self, version: int) -> RuleState | None: ...
-
-    def claim_repair(self, version: int) -> bool: ...
-
-    @property
-    def shards(self) -> int: ...
-
-    def shard_fronts(
-        self,
-        shards: Collection[int],
-        cursors: Mapping[int, str] | None = None,
-        *,
-        now: datetime | None = None,
-    ) -> dict[int, ShardFront]: ...
-
-    def lower_shard(self, shard: int, at: datetime | None, key: str | None) -> RuleState | None: ...
-
-    def raise_shard_heads(
-        self,
-        read: RuleState,
-        heads: Mapping[int, datetime | None],
-        cursors: Mapping[int, str] | None = None,
-    ) -> bool: ...
-
-    def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
-
-    def claim_waiter(
-        self,
-        at: datetime,
-        owner: str,
-        until: datetime,
-        stale_before: datetime,
-        *,
-        expected_version: int | None = None,
-    ) -> bool: ...
-
-    def release_waiter(self, owner: str, at: datetime) -> RuleState | None: ...
-
-
-class RuleTarget(Protocol):
-    """The EventBridge rule: set to one UTC minute (None = epoch), read back its minute."""
-
-    def put(self, minute: datetime | None) -> None: ...
-
-    def current(self) -> datetime | str | None: ...
-
-
-class WorkerTrigger(Protocol):
-    """Starts the worker now, asynchronously (Lambda `InvocationType=Event`)."""
-
-    def wake(self, reason: str) -> None: ...
-
-
-class Outcome(StrEnum):
-    COVERED = "covered"  # armed at or before the wanted minute, or a waiting worker covers it
-    ARMED = "armed"  # record and rule moved
-    INVOKED = "invoked"  # too close to arm: the worker was invoked directly
-    UNCHANGED = "unchanged"  # worker: the record already matched the head
-    DUE_SOON = "due-soon"  # worker: the head is too close to arm; the caller must keep working
 
 
 class WaitClaim(StrEnum):
@@ -128,34 +63,8 @@ class RearmResult:
     record: RuleState | None = None
 
 
-@dataclass(frozen=True)
-class DueShards:
-    """The shards a pass reads, and the record it read them from (a re-arm right after an empty
-    pass starts from it instead of a read)."""
-
-    shards: set[int]
-    record: RuleState
-
-
-class RuleSync:
+class RuleSync(ShardHeads, RuleArming):
     """The re-arm procedure shared by editors and the worker."""
-
-    def __init__(
-        self,
-        store: RuleStateStore,
-        rule: RuleTarget,
-        trigger: WorkerTrigger,
-        timing: Timing,
-        clock: Clock,
-        *,
-        stale_after: timedelta = timedelta(minutes=20),
-    ) -> None:
-        self.store = store
-        self.rule = rule
-        self.trigger = trigger
-        self.timing = timing
-        self.clock = clock
-        self.stale_after = stale_after
 
     # ------------------------------------------------------------------ editor side
     def on_task_due(
@@ -212,48 +121,7 @@ class RuleSync:
             and state.waiter_at <= due <= state.waiter_until
         )
 
-    def lower(self, minute: datetime, read: RuleState | None = None) -> Outcome:
-        """Make sure the rule fires at or before `minute` (a future, armable minute); `read`: the
-        record as the caller last read it."""
-        while True:
-            state, read = read or self.store.read_rule_state(), None
-            if state.armed_minute is not None and state.armed_minute <= minute:
-                if not state.published:
-                    return self._repair(state.version, state.armed_minute)
-                self._kick_if_stalled(state)
-                return Outcome.COVERED
-            version = self.store.cas_rule_state(state.version, minute)
-            if version is None:
-                continue  # someone moved it first: decide again on the new value
-            self.publish(RuleState(minute, version))
-            if not self.timing.armable(minute, self.clock.now()):
-                # We were too slow: the PutRule may land after the minute began. Do not rely on it.
-                self._wake("armed minute reached while publishing")
-                return Outcome.INVOKED
-            return Outcome.ARMED
-
-    def _repair(self, version: int, minute: datetime) -> Outcome:
-        """The record covers our minute, but no PutRule of its value was ever confirmed: its writer
-        may have died between its CAS and its PutRule, and nothing else would publish before the
-        next re-arm. Publish it ourselves (one reader per version; the writer, if alive, does too).
-        A minute that is no longer armable goes to the worker instead of a PutRule that may land late."""
-        if not self.store.claim_repair(version):
-            return Outcome.COVERED
-        self.publish()
-        if not self.timing.armable(minute, self.clock.now()):
-            self._wake("unconfirmed armed minute is no longer armable")
-            return Outcome.INVOKED
-        return Outcome.COVERED
-
     # ------------------------------------------------------------------ worker side
-    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> DueShards:
-        """Those of `among` (default: all shards) whose recorded head is due by `until` or not
-        known: the only ones that can hold an entry claimable by then (a pass reads these, and no
-        other)."""
-        state = self.store.read_rule_state()
-        shards = range(self.store.shards) if among is None else among
-        return DueShards({s for s in shards if not state.knows_head(s) or _due(state, s, until)}, state)
-
     def rearm(
         self,
         touched: Collection[int] = (),
@@ -296,65 +164,6 @@ class RuleSync:
                 # hands over to, or one its backstop starts), so no second read is needed here.
                 return RearmResult(Outcome.DUE_SOON, head, target, confirmed)
             return self._recheck_head(head, target, confirmed)
-
-    def _refresh_heads(
-        self, state: RuleState, touched: Collection[int], past: Mapping[int, str]
-    ) -> tuple[RuleState, dict[int, datetime | None]]:
-        """Every shard's head: as recorded where that is later than now (nothing there can be due
-        yet), else read from the shard (from its cursor) — where the recorded head is due, unknown,
-        or the shard was written by this invocation. The record's heads and cursors are raised to
-        what was read (each only if still the value `state` holds: a lowering since means read
-        again), then the raised shards are read **again**, from where their cursors stood: an entry
-        written before its writer read the old, lower head or cursor was not lowered for by that
-        writer, and this second read finds it (then we lower for it). A shard whose first read
-        started `past` its cursor (what the caller's passes took: a burst's finished home items) is
-        always read again from its cursor, so the hint saves one of the two walks over those items
-        and decides nothing: whatever the first read missed, the second finds."""
-        while True:
-            now = self.clock.now()
-            stale = [
-                s
-                for s in range(self.store.shards)
-                if s in touched or not state.knows_head(s) or _due(state, s, now)
-            ]
-            starts = read_starts(state.cursors, {s: past[s] for s in stale if s in past})
-            hinted = {s for s in stale if starts.get(s) != state.cursor_of(s)}
-            fronts = self.store.shard_fronts(stale, starts, now=now) if stale else {}
-            raised = {
-                s: front.head
-                for s, front in fronts.items()
-                if not state.knows_head(s) or head_later(front.head, state.head_of(s))
-            }
-            advanced = {
-                s: front.cursor
-                for s, front in fronts.items()
-                if front.cursor is not None and _cursor_later(front.cursor, state.cursor_of(s))
-            }
-            if (raised or advanced) and not self.store.raise_shard_heads(state, raised, advanced):
-                state = self.store.read_rule_state()
-                continue
-            recheck = raised.keys() | advanced.keys() | hinted
-            again = self._reread(recheck, state) if recheck else {}
-            read: dict[int, datetime | None] = {}
-            for shard, front in fronts.items():
-                latest = again.get(shard, front)
-                recorded = raised.get(shard, state.head_of(shard) if state.knows_head(shard) else None)
-                cursor = advanced.get(shard, state.cursor_of(shard))
-                at = latest.head if latest.head is not None and head_later(recorded, latest.head) else None
-                below = latest.cursor if _cursor_later(cursor, latest.cursor) else None
-                if at is not None or below is not None:
-                    # An entry its writer has not lowered for yet (or one we raised past): lower.
-                    self.store.lower_shard(shard, at, below)
-                read[shard] = latest.head
-            recorded_heads = {
-                s: state.head_of(s) for s in range(self.store.shards) if s not in read and state.knows_head(s)
-            }
-            return state, recorded_heads | read
-
-    def _reread(self, shards: Collection[int], state: RuleState) -> dict[int, ShardFront]:
-        """The second read of the shards whose heads or cursors were just raised, from where their
-        cursors stood before (`state`)."""
-        return self.store.shard_fronts(shards, state.cursors, now=self.clock.now())
 
     def _landed_in_time(self, target: datetime | None) -> bool:
         """Our PutRule for `target` returned while the minute was still armable. A slower one may
@@ -447,23 +256,6 @@ class RuleSync:
         self.publish(RuleState(state.armed_minute, version))
         return self.rearm()
 
-    # ------------------------------------------------------------------ shared
-    def publish(self, written: RuleState | None = None) -> RuleState:
-        """PutRule what the record says, until the record is unchanged across our PutRule: the
-        confirmation is a conditional write of the version put, which also tells later readers
-        that this value reached the rule. `written`: what our own CAS just wrote (no read needed
-        first; if the record moved since, the confirmation fails and we read). Returns the record
-        as the confirmation wrote it."""
-        before = written
-        while True:
-            if before is None:
-                before = self.store.read_rule_state()
-            self.rule.put(before.armed_minute)
-            confirmed = self.store.confirm_published(before.version)
-            if confirmed is not None:
-                return confirmed
-            before = None
-
     def _repair_rule(self, state: RuleState, *, verify: bool) -> None:
         """The record already says what we want. Publish it if no PutRule of it was ever confirmed
         (a writer died between CAS and PutRule); with `verify`, also if the rule itself drifted
@@ -476,61 +268,3 @@ class RuleSync:
         if self.rule.current() != state.armed_minute:
             logger.warning("rule drifted from its record; re-publishing")
             self.publish()
-
-    def _kick_if_stalled(self, state: RuleState) -> None:
-        """An armed minute far in the past while tasks arrive means a worker run was lost: wake one
-        (at most once a minute across all editors)."""
-        now = self.clock.now()
-        if state.armed_minute is None or state.armed_minute > now - self.stale_after:
-            return
-        if self.store.try_mark_kicked(now, now - timedelta(minutes=1)):
-            self._wake("armed minute is stale")
-
-    def _wake(self, reason: str) -> None:
-        self.trigger.wake(reason)
-
-    # ------------------------------------------------------------------ keeper side
-    def confirm(self) -> tuple[Outcome, RuleState]:
-        """Make the rule match the record (the keeper, after the record moved). A client that died
-        between its CAS and its PutRule leaves the record ahead of the rule, and nothing else would
-        publish before the next re-arm. A minute no longer armable is handed to the worker: a
-        PutRule now might land after the minute began, and the worker's re-arm repairs the rule.
-        Returns what it did and the record as it last read or wrote it."""
-        state = self.store.read_rule_state()
-        if self.rule.current() == state.armed_minute:
-            return Outcome.UNCHANGED, state
-        minute = state.armed_minute
-        if minute is not None and not self.timing.armable(minute, self.clock.now()):
-            self._wake("armed minute was not published in time")
-            return Outcome.INVOKED, state
-        return Outcome.ARMED, self.publish()
-
-
-def head_later(head: datetime | None, than: datetime | None) -> bool:
-    """Whether shard head `head` is later than `than` (None: an empty shard, later than anything)."""
-    if head is None:
-        return than is not None
-    return than is not None and head > than
-
-
-def read_starts(cursors: Mapping[int, str] | None, past: Mapping[int, str]) -> dict[int, str]:
-    """Where each shard's reads start: its cursor, or the key in `past` (what the reader already
-    took) where that is later."""
-    starts = dict(cursors or {})
-    starts.update((s, key) for s, key in past.items() if _cursor_later(key, starts.get(s)))
-    return starts
-
-
-def _cursor_later(cursor: str | None, than: str | None) -> bool:
-    """Whether shard cursor `cursor` is past `than` (None: the shard's start, before anything)."""
-    return cursor is not None and (than is None or cursor > than)
-
-
-def _due(state: RuleState, shard: int, by: datetime) -> bool:
-    """The recorded head of a known shard is due by `by`."""
-    return _head_due(state.head_of(shard), by)
-
-
-def _head_due(head: datetime | None, by: datetime) -> bool:
-    """A shard head (None: empty) is due by `by`."""
-    return head is not None and head <= by

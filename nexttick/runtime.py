@@ -12,7 +12,8 @@ import botocore.session
 from nexttick.aws import AwsSession, EventBridgeRule, LambdaWorkerTrigger, make_client, session_credentials
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings, get_settings
-from nexttick.rulesync import RuleSync, WorkerTrigger
+from nexttick.rulearm import WorkerTrigger
+from nexttick.rulesync import RuleSync
 from nexttick.ruletiming import Timing
 from nexttick.store import TaskStore
 

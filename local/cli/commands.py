@@ -294,7 +294,7 @@ def cmd_doctor(args: argparse.Namespace, target: Target, out: Output) -> int:
 
 def cmd_sync(args: argparse.Namespace, target: Target, out: Output) -> int:
     """Re-derive the rule from the table (as after a deploy); wake the worker if work is due now."""
-    from nexttick.rulesync import Outcome
+    from nexttick.rulearm import Outcome
 
     runtime = target.runtime()
     result = runtime.rule_sync.sync()

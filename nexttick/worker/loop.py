@@ -35,7 +35,9 @@ from typing import Any
 from nexttick import constants
 from nexttick.actions import ActionRegistry
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
-from nexttick.rulesync import DueShards, Outcome, WaitClaim, read_starts
+from nexttick.rulearm import Outcome
+from nexttick.rulehead import DueShards, key_after, read_starts
+from nexttick.rulesync import WaitClaim
 from nexttick.runtime import Runtime
 from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
@@ -209,7 +211,7 @@ class Worker:
                     break
             self._collect(wait(held.in_flight).done, held)
         for shard, key in held.taken.items():
-            self._resume[shard] = held.left.get(shard, key + "\x00")  # "\x00": just after `key`
+            self._resume[shard] = held.left.get(shard, key_after(key))
         self._emit_pass_metrics(held.submitted)
         if not held.submitted:
             return PassResult.EMPTY
@@ -226,7 +228,7 @@ class Worker:
     ) -> bool:
         """Submit the claimable entries of the due shards up to `until`, each shard read from just
         after what the pass took; True when it stopped early (a fan-out, out of time, stopping)."""
-        past = {**self._resume, **{shard: key + "\x00" for shard, key in held.taken.items()}}
+        past = {**self._resume, **{shard: key_after(key) for shard, key in held.taken.items()}}
         for entry in self.store.merged_entries(
             up_to=until,
             page_size=self.settings.page_size,

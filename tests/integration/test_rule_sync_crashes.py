@@ -11,7 +11,8 @@ import pytest
 
 from editor import Editor
 from nexttick.config import NextTickSettings
-from nexttick.rulesync import Outcome, RuleSync
+from nexttick.rulearm import Outcome
+from nexttick.rulesync import RuleSync
 from nexttick.runtime import Runtime
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 

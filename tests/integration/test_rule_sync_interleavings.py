@@ -14,7 +14,8 @@ import time_machine
 
 from editor import Editor
 from nexttick.clock import SYSTEM_CLOCK
-from nexttick.rulesync import Outcome, RuleSync
+from nexttick.rulearm import Outcome
+from nexttick.rulesync import RuleSync
 from nexttick.runtime import Runtime
 from nexttick.store import TaskStore
 from tests.support.interleave import Interleaver, Stepped

@@ -14,7 +14,8 @@ from editor import Editor
 from nexttick.actions import build_registry
 from nexttick.clock import Clock
 from nexttick.config import NextTickSettings
-from nexttick.rulesync import Outcome, RuleSync
+from nexttick.rulearm import Outcome
+from nexttick.rulesync import RuleSync
 from nexttick.runtime import Runtime
 from nexttick.worker import Worker
 from tests.support.aws import RecordedRuntime

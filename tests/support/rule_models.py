@@ -24,7 +24,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from nexttick.config import Precision
-from nexttick.rulesync import DueShards, Outcome, RearmResult, RuleSync, WaitClaim, head_later
+from nexttick.rulearm import Outcome
+from nexttick.rulehead import DueShards, head_later, key_after
+from nexttick.rulesync import RearmResult, RuleSync, WaitClaim
 from nexttick.ruletiming import Timing
 from nexttick.runtime import Runtime
 from nexttick.store.records import RuleState, ShardFront
@@ -906,7 +908,8 @@ class ModelWorker(Worker):
             else:
                 queue.run(task_id)  # with the claim: recording a run commutes with everything
                 queue.complete(task_id, key)
-            self._note_taken(shard, cast(str, (*key, "\x00")), kept)  # as the real pass: just after `key`
+            # As the real pass: just after `key` (a model key is a tuple ending in a string).
+            self._note_taken(shard, cast(str, (*key[:-1], key_after(key[-1]))), kept)
         if not submitted:
             return PassResult.EMPTY
         return PassResult.FULL if full else PassResult.DRAINED

@@ -11,7 +11,8 @@ import pytest
 
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK, TASK_SK
 from nexttick.keeper import Keeper, moves_rule, scheduled_due
-from nexttick.rulesync import Outcome, RuleSync
+from nexttick.rulearm import Outcome
+from nexttick.rulesync import RuleSync
 from nexttick.ruletiming import Timing
 from nexttick.store.keys import queue_sort_key, shard_of, task_pk
 from nexttick.store.models import RuleStateItem, TaskItem

@@ -27,6 +27,8 @@ LAYERS: dict[str, int] = {
     "nexttick.ruletiming": 1,
     "nexttick.aws": 1,
     "nexttick.actions": 1,
+    "nexttick.rulearm": 2,
+    "nexttick.rulehead": 2,
     "nexttick.rulesync": 2,
     "nexttick.runtime": 2,
     "editor": 3,

@@ -1,0 +1,132 @@
+"""The shards' heads and cursors in the rule record (nexttick.rulesync's protocol): how they
+compare, where a shard's reads start, which shards a pass reads, and the worker's refresh of them
+from the queue (read, raise to what was read, read again, lower for what the second read found).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from nexttick.clock import Clock
+from nexttick.rulearm import RuleStateStore
+from nexttick.store.records import RuleState, ShardFront
+
+
+@dataclass(frozen=True)
+class DueShards:
+    """The shards a pass reads, and the record it read them from (a re-arm right after an empty
+    pass starts from it instead of a read)."""
+
+    shards: set[int]
+    record: RuleState
+
+
+class ShardHeads:
+    """The worker's reads of the shards' heads and cursors (a base of RuleSync)."""
+
+    store: RuleStateStore
+    clock: Clock
+
+    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> DueShards:
+        """Those of `among` (default: all shards) whose recorded head is due by `until` or not
+        known: the only ones that can hold an entry claimable by then (a pass reads these, and no
+        other)."""
+        state = self.store.read_rule_state()
+        shards = range(self.store.shards) if among is None else among
+        return DueShards({s for s in shards if not state.knows_head(s) or _due(state, s, until)}, state)
+
+    def _refresh_heads(
+        self, state: RuleState, touched: Collection[int], past: Mapping[int, str]
+    ) -> tuple[RuleState, dict[int, datetime | None]]:
+        """Every shard's head: as recorded where that is later than now (nothing there can be due
+        yet), else read from the shard (from its cursor) — where the recorded head is due, unknown,
+        or the shard was written by this invocation. The record's heads and cursors are raised to
+        what was read (each only if still the value `state` holds: a lowering since means read
+        again), then the raised shards are read **again**, from where their cursors stood: an entry
+        written before its writer read the old, lower head or cursor was not lowered for by that
+        writer, and this second read finds it (then we lower for it). A shard whose first read
+        started `past` its cursor (what the caller's passes took: a burst's finished home items) is
+        always read again from its cursor, so the hint saves one of the two walks over those items
+        and decides nothing: whatever the first read missed, the second finds."""
+        while True:
+            now = self.clock.now()
+            stale = [
+                s
+                for s in range(self.store.shards)
+                if s in touched or not state.knows_head(s) or _due(state, s, now)
+            ]
+            starts = read_starts(state.cursors, {s: past[s] for s in stale if s in past})
+            hinted = {s for s in stale if starts.get(s) != state.cursor_of(s)}
+            fronts = self.store.shard_fronts(stale, starts, now=now) if stale else {}
+            raised = {
+                s: front.head
+                for s, front in fronts.items()
+                if not state.knows_head(s) or head_later(front.head, state.head_of(s))
+            }
+            advanced = {
+                s: front.cursor
+                for s, front in fronts.items()
+                if front.cursor is not None and _cursor_later(front.cursor, state.cursor_of(s))
+            }
+            if (raised or advanced) and not self.store.raise_shard_heads(state, raised, advanced):
+                state = self.store.read_rule_state()
+                continue
+            recheck = raised.keys() | advanced.keys() | hinted
+            again = self._reread(recheck, state) if recheck else {}
+            read: dict[int, datetime | None] = {}
+            for shard, front in fronts.items():
+                latest = again.get(shard, front)
+                recorded = raised.get(shard, state.head_of(shard) if state.knows_head(shard) else None)
+                cursor = advanced.get(shard, state.cursor_of(shard))
+                at = latest.head if latest.head is not None and head_later(recorded, latest.head) else None
+                below = latest.cursor if _cursor_later(cursor, latest.cursor) else None
+                if at is not None or below is not None:
+                    # An entry its writer has not lowered for yet (or one we raised past): lower.
+                    self.store.lower_shard(shard, at, below)
+                read[shard] = latest.head
+            recorded_heads = {
+                s: state.head_of(s) for s in range(self.store.shards) if s not in read and state.knows_head(s)
+            }
+            return state, recorded_heads | read
+
+    def _reread(self, shards: Collection[int], state: RuleState) -> dict[int, ShardFront]:
+        """The second read of the shards whose heads or cursors were just raised, from where their
+        cursors stood before (`state`)."""
+        return self.store.shard_fronts(shards, state.cursors, now=self.clock.now())
+
+
+def head_later(head: datetime | None, than: datetime | None) -> bool:
+    """Whether shard head `head` is later than `than` (None: an empty shard, later than anything)."""
+    if head is None:
+        return than is not None
+    return than is not None and head > than
+
+
+def read_starts(cursors: Mapping[int, str] | None, past: Mapping[int, str]) -> dict[int, str]:
+    """Where each shard's reads start: its cursor, or the key in `past` (what the reader already
+    took) where that is later."""
+    starts = dict(cursors or {})
+    starts.update((s, key) for s, key in past.items() if _cursor_later(key, starts.get(s)))
+    return starts
+
+
+def key_after(key: str) -> str:
+    """The sort key just after `key`: a read from it starts past `key` and before any later key."""
+    return key + "\x00"
+
+
+def _cursor_later(cursor: str | None, than: str | None) -> bool:
+    """Whether shard cursor `cursor` is past `than` (None: the shard's start, before anything)."""
+    return cursor is not None and (than is None or cursor > than)
+
+
+def _due(state: RuleState, shard: int, by: datetime) -> bool:
+    """The recorded head of a known shard is due by `by`."""
+    return _head_due(state.head_of(shard), by)
+
+
+def _head_due(head: datetime | None, by: datetime) -> bool:
+    """A shard head (None: empty) is due by `by`."""
+    return head is not None and head <= by
