@@ -2,7 +2,8 @@
 
 Reads that decide correctness (task by id, queue head, due page, rule state) are strongly
 consistent: they all hit base-table items, never a GSI (docs/architecture.md). The store is
-assembled from its parts: tasks and the write protocol (writes), queue entries and claims (queue),
+assembled from its parts: task items (tasks), the write protocol (writes), queue entries and claims
+(queue),
 the rule record (rule), run history (runs), the lateness histogram (lateness); items map to records
 in mapping.
 """

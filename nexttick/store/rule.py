@@ -5,7 +5,7 @@ head of every queue shard.
 Shard heads: `heads.<shard>` is the earliest time any entry of the shard can be claimed, or later
 for none — a lower bound. Whoever writes an entry lowers its shard's head (only ever down, so
 concurrent lowerings commute); the worker raises heads to what it read, each conditioned on the
-value it read, and reads the shard again afterwards (nexttick.rulesync). The armed minute's CAS
+value it read, and reads the shard again afterwards (nexttick.rulehead). The armed minute's CAS
 does not look at the heads, nor their writes at the version: they are independent.
 
 Shard cursors: `cursors.<shard>` is a sort key that no unfinished entry of the shard sorts before

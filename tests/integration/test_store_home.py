@@ -1,7 +1,7 @@
 """The home item against moto: a task with a generated id lives in the queue entry of its first
-occurrence (nexttick/store/writes.py). Counted by request: one write to create, a claim that answers
-with the task (no task read), one write to complete (no delete), and what moves and what stays when
-the task moves on."""
+occurrence (nexttick/store/writes.py; its in-place update in tasks.py). Counted by request: one
+write to create, a claim that answers with the task (no task read), one write to complete (no
+delete), and what moves and what stays when the task moves on."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A payload larger than INLINE_PAYLOAD_BYTES in an item of its own (nexttick/store/writes.py):
+"""A payload larger than INLINE_PAYLOAD_BYTES in an item of its own (nexttick/store/tasks.py):
 written once, so the task's claim and completion cost what they cost with a small payload; a
 change writes a new one and retires the old after a grace period; the keeper deletes it when the
 task's TTL removes the task."""
