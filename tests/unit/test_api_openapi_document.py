@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from editor.specs import LISTABLE_STATUSES
+from lambdas.api.app import RESOURCE_METHODS
 from lambdas.api.openapi_file import DEFAULT_PATH, generated
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,3 +68,13 @@ def test_the_document_says_what_the_api_accepts() -> None:
         for operation in steering.values()
     ), steering
     assert all(path.rsplit("/", 1)[-1] in description for path in steering), description
+
+
+def test_every_documented_operation_is_one_the_app_declares_for_api_gateway_and_405_answers() -> None:
+    # Given the generated document and the resources the app declares (API Gateway's resources,
+    # the local adapter's matching and the 405 answers read them)
+    document = json.loads(generated())
+    # Then each documented path and method is among them: a route registered without its module's
+    # `_route` would be served and documented, yet unknown there
+    for path, operations in document["paths"].items():
+        assert {method.upper() for method in operations} <= RESOURCE_METHODS.get(path, frozenset()), path
