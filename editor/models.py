@@ -12,12 +12,11 @@ from pydantic import ConfigDict, Field, PlainSerializer, TypeAdapter
 from nexttick.actions.base import idempotency_key
 from nexttick.schedules import ScheduleKind, UpcomingRun
 from nexttick.store.lateness import LatenessHistogram
-from nexttick.store.records import RunRecord, TaskFields, TaskRecord, TaskStatus
+from nexttick.store.records import PUBLIC_SHAPE, RunRecord, TaskFields, TaskRecord, TaskStatus
 
 # The editor's answers are the public shape of the library, the HTTP API and the CLI's `--json`:
 # pydantic renders them (`as_json`) and documents them (the API's OpenAPI document) from their
 # declarations here and in the store's TaskFields, so a field is declared once.
-_PUBLIC = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 # Public names where they differ from the record's (what the API and the CLI call them).
 _PUBLIC_NAMES = {"schedule_kind": "schedule"}
 RunResult = Literal["succeeded", "failed", "retrying", "skipped"]
@@ -30,7 +29,7 @@ class Task(TaskFields):
     scheduled for. `version` is also sent as the ETag."""
 
     __pydantic_config__ = ConfigDict(
-        **_PUBLIC,
+        **PUBLIC_SHAPE,
         alias_generator=lambda name: _PUBLIC_NAMES.get(name, name),
         serialize_by_alias=True,
     )
@@ -85,7 +84,7 @@ class CreateResult:
 class Page:
     """One page of tasks."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     items: list[Task]
     next_cursor: Annotated[
@@ -97,7 +96,7 @@ class Page:
 class Run:
     """One attempt of one occurrence, from the task's run history."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     number: Annotated[
         int, Field(description="The task's run number, counting from 1; the newest is highest.")
@@ -144,7 +143,7 @@ class Run:
 class Lateness:
     """Lateness over every kept run of the task (not only the page)."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     runs: Annotated[int, Field(description="Runs kept (the newest `run_history` of the deployment).")]
     last_seconds: Annotated[float | None, Field(description="The newest run's lateness; null without runs.")]
@@ -166,7 +165,7 @@ class Lateness:
 class RunPage:
     """One page of a task's run history, newest first."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     items: Annotated[list[Run], Field(description="Newest first.")]
     next_cursor: Annotated[
@@ -179,7 +178,7 @@ class RunPage:
 class Upcoming:
     """One future occurrence."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     scheduled_for: Annotated[
         datetime, Field(description="The occurrence's instant (UTC); its idempotency key's time.")
@@ -218,7 +217,7 @@ class Upcoming:
 class UpcomingRuns:
     """A task's next occurrences and the zone their `local` times are in."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     timezone: Annotated[str, Field(description="The zone `local` is in (UTC except for cron schedules).")]
     items: Annotated[list[Upcoming], Field(description="Earliest first; empty once the task is finished.")]
@@ -228,7 +227,7 @@ class UpcomingRuns:
 class Preview:
     """A dry-run create: the task as it would be, and its next occurrences. Nothing was written."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     task: Task
     upcoming: list[Upcoming]
@@ -236,7 +235,7 @@ class Preview:
 
 @dataclass(frozen=True)
 class LatenessBucket:
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     le_ms: Annotated[float | None, Field(description="Upper edge in ms (null: unbounded).")]
     count: int
@@ -247,7 +246,7 @@ class LatenessWindow:
     """How late the runs of every task that started in [`since`, `until`) were, in fixed buckets.
     Percentiles and the maximum are bucket upper edges (an upper bound of the true value)."""
 
-    __pydantic_config__ = _PUBLIC
+    __pydantic_config__ = PUBLIC_SHAPE
 
     since: datetime
     until: datetime

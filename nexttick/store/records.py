@@ -13,6 +13,10 @@ from pydantic import ConfigDict, Field
 from nexttick.actions.base import idempotency_key
 from nexttick.schedules import DstRepeated, DstSkipped, Recurrence, ScheduleKind, jittered
 
+# How the public records (here and the editor's answers) render and document themselves: no field
+# beyond the declared ones, and every field sent (so the schema marks each one required).
+PUBLIC_SHAPE = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
 
 # Written with its whole run record (`run_at`, `fired_at`; numbered by the task's `run_seq`): the
 # newest run is kept on the task item, and enters the ring of runs only when a newer one takes its
@@ -22,7 +26,7 @@ class LastRun:
     """The task's newest attempt."""
 
     # As the editor publishes it (its own, so that the schema never depends on who asks first).
-    __pydantic_config__ = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+    __pydantic_config__ = PUBLIC_SHAPE
 
     started_at: datetime
     finished_at: datetime | None
