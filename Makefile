@@ -5,7 +5,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
-export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help venv browser run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench bench-quick fuzz clean bootstrap
 
