@@ -141,16 +141,17 @@ def _sparse_billed(billed: dict[str, Any] | None) -> str:
     tasks = billed[modes[0]]["tasks"]
     return (
         f"\n**A sparse task as AWS bills it** (bench/sparse.py): {number(tasks)} one-shot tasks, each alone "
-        "in the queue, created 10 minutes ahead and followed to its completion: the editor's create "
-        "and its rule arming; the keeper on the table's stream records (moto's streams API, the "
-        "deployed trigger's filters; a batch after the create, one when a worker goes to sleep, one "
-        "when an invocation ends); the rule firing at the start of its armed minute (in `second` mode "
-        "70-130 s ahead of the task, in `minute` mode the task's own minute); every worker invocation "
-        "that firing or an invoke starts, its wait (simulated time) and its run. Per task, "
-        "averaged; `gb_s`: the invocations' simulated lifetime x the deployed worker memory; the "
-        "keeper's duration is modelled from its requests' round trips (latency model) and priced "
-        "in `usd_per_million_lambda` with its invocations. Tasks fall evenly over the seconds of a "
-        "minute, so the wait averages over where a task falls.\n\n"
+        "in the queue, created 10 minutes ahead and followed to its completion in simulated time "
+        "(bench/timeline.py), after the sync a deploy runs: the create through the API handler and "
+        "its rule arming; the keeper on the table's stream records as Lambda polls them (moto's "
+        "streams API, the deployed trigger's filters, 4 polls a second); the rule firing at the start "
+        "of its armed minute (in `second` mode 70-130 s ahead of the task, in `minute` mode the task's "
+        "own minute); every worker invocation that firing or an invoke starts, its wait and its run. "
+        "Per task, averaged; `worker_alive_s`: the invocations' simulated lifetime; `gb_s`: the longer "
+        "of that and their own CPU at the deployed memory's share of a vCPU, x the deployed worker "
+        "memory; the keeper's duration is its requests' round trips (latency model) plus its own CPU, "
+        "priced in `usd_per_million_lambda` with its invocations. Tasks fall evenly over the seconds "
+        "of a minute, so the wait averages over where a task falls.\n\n"
         + table(rows, ["per task", *modes])
         + "\nBy who spent it (per task):\n\n"
         + table(parts, ["precision", "part", "rru", "wru", "putrule", "requests"])
