@@ -9,6 +9,7 @@ from typing import Any
 from bench import plots
 from bench.derive import EVENTBRIDGE_RULE_USD_PER_MILLION
 from bench.markdown import cell, number, table
+from bench.monthly_report import monthly_section
 from bench.results import DEFAULT_BACKENDS, Results
 
 
@@ -468,9 +469,15 @@ def _cold_start_section(results: Results) -> str:
     )
 
 
+def _monthly_section(results: Results) -> str:
+    title = "Monthly bill: five loads in both precisions, beside EventBridge Scheduler"
+    return monthly_section(results, _section_head(results, "monthly", title))
+
+
 SECTIONS: tuple[Callable[[Results], str], ...] = (
     _backlog_section,
     _cost_section,
+    _monthly_section,
     _burst_section,
     _fanout_section,
     _lateness_section,

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from unittest import mock
 
 import pytest
 
 from bench.accounts import API, KEEPER, WORKER
+from bench.monthly import LOADS
 from bench.sparse import isolated_tasks
 from bench.timeline import follow
 from nexttick.config import Precision
@@ -44,3 +46,19 @@ def test_an_isolated_task_runs_once_its_wake_waiting_in_simulated_time() -> None
     assert measured.printed_bytes[API] > 0 and measured.printed_bytes[WORKER] > 0
     assert measured.metric_marks["nexttick/Responses2xx {service=nexttick}"] == 1
     assert measured.stored_bytes_per_task > 100
+
+
+def test_a_steady_window_measures_its_stretch_and_stops_at_its_end() -> None:
+    # Given six minutes of 1/minute in `minute` precision (quick): three tasks queued before it
+    window = next(load for load in LOADS if load.name == "1/minute").window(Precision.MINUTE, True)
+    plan = window.plan
+    assert plan.end is not None and plan.measured_from is not None and len(plan.queued) == 3
+    # When it runs
+    measured = follow(plan)
+    # Then each task due in it ran, and it created the six due three minutes after them
+    assert measured.finished == window.tasks == 6
+    assert len(measured.api) == 6
+    # And every invocation it counts lies within it, the minute's rule firing the worker each time
+    assert all(plan.measured_from <= r.start <= r.end <= plan.end for r in measured.worker)
+    assert {r.cause for r in measured.worker} == {"rule"}
+    assert sum(r.span_s for r in measured.worker) <= (plan.end - plan.measured_from) / timedelta(seconds=1)

@@ -1,14 +1,19 @@
-"""bench/bill.py: a month's terms from given usage, EventBridge Scheduler's free tier, provisioned
-capacity, Lambda's billed durations."""
+"""bench/bill.py and bench/monthly.py's scaling: a month's terms from given usage, EventBridge
+Scheduler's free tier, provisioned capacity, and a window's figures scaled to the 30-day month (per
+task by tasks, per wake by wakes)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bench import bill
+from bench import bill, monthly
+from bench.accounts import API, WORKER, Account
 from bench.bill import Deployment, Phase, Usage
+from bench.timeline import Measured, Plan, Run
+from nexttick.config import Precision
 
 DEPLOYMENT = Deployment(
     worker_memory_mb=512,
@@ -23,6 +28,7 @@ DEPLOYMENT = Deployment(
     alarms=6,
     dashboards=1,
 )
+START = datetime(2031, 3, 3, 8, 0, tzinfo=UTC)
 
 
 def _usage(**changes: object) -> Usage:
@@ -46,8 +52,16 @@ def _usage(**changes: object) -> Usage:
     return replace(quiet, **changes)  # type: ignore[arg-type]
 
 
-def test_the_month_is_thirty_days() -> None:
-    assert bill.MONTH_DAYS == 30 and bill.MONTH_SECONDS == 2_592_000 and bill.MONTH_HOURS == 720
+def test_the_month_is_thirty_days_and_the_loads_count_their_tasks_over_it() -> None:
+    assert bill.MONTH_SECONDS == 2_592_000 and bill.MONTH_HOURS == 720
+    tasks = {load.name: load.tasks_per_month for load in monthly.LOADS}
+    assert tasks == {
+        "1/day": 30,
+        "1/minute": 43_200,
+        "1/second": 2_592_000,
+        "100/second": 259_200_000,
+        "daily burst of 100,000": 3_000_000,
+    }
 
 
 def test_eventbridge_scheduler_bills_only_past_its_fourteen_million_free_invocations() -> None:
@@ -118,3 +132,56 @@ def test_lambda_bills_each_invocation_by_the_millisecond_and_cpu_by_the_memorys_
     assert bill.lambda_seconds(0.010) == pytest.approx(0.010)
     assert bill.cpu_seconds(1.0, 512) == pytest.approx(1769 / 512)
     assert bill.cpu_seconds(1.0, 3538) == 1.0
+
+
+def _measured(worker: list[Run], tasks: int) -> Measured:
+    return Measured(
+        accounts={
+            API: Account(rru=1.0 * tasks, wru=1.0 * tasks),
+            WORKER: Account(rru=2.0 * tasks, wru=3.0 * tasks),
+        },
+        worker=worker,
+        keeper=[],
+        api=[Run("create", START, START, 0.002, 0.010) for _ in range(tasks)],
+        printed_bytes={API: 500 * tasks},
+        metric_marks={"nexttick/runs {service=nexttick}": 1},
+        finished=tasks,
+        stored_bytes_per_task=800.0,
+    )
+
+
+def test_a_steady_window_is_scaled_to_the_month_by_its_length() -> None:
+    # Given a minute of 1/second: one worker invocation waiting all of it, 60 creates
+    load = next(load for load in monthly.LOADS if load.name == "1/second")
+    window = monthly.Window(Plan(Precision.SECOND, START, (), end=START), 60, 60, bill.MONTH_SECONDS, 1)
+    wait = Run("rule", START, START + timedelta(seconds=60), cpu_s=0.1)
+    # When its month is derived
+    usage = monthly.usage(load, window, _measured([wait], 60), DEPLOYMENT)
+    # Then per-task figures count 2,592,000 tasks, per-wake ones 43,200 minutes
+    assert usage.rru == pytest.approx(3 * 2_592_000) and usage.wru == pytest.approx(4 * 2_592_000)
+    assert usage.api_invocations == pytest.approx(2_592_000)
+    assert usage.worker_invocations == pytest.approx(43_200)
+    assert usage.worker_seconds == pytest.approx(60 * 43_200)  # the wait, longer than its CPU
+    assert usage.metric_hours == {
+        "nexttick/runs {service=nexttick}": 43_200
+    }  # every hour (capped when billed)
+    assert usage.phases == (Phase(bill.MONTH_SECONDS, usage.rru, usage.wru),)
+
+
+def test_a_scaled_down_burst_grows_its_work_by_its_tasks_but_its_waits_by_its_days() -> None:
+    # Given a burst of 200 standing for 100,000: a worker that waited 80 s, then drained it on 0.4 s of CPU
+    load = next(load for load in monthly.LOADS if load.name == "daily burst of 100,000")
+    window = monthly.Window(Plan(Precision.SECOND, START, ()), 200, 1, 30, 50)
+    drain = Run("rule", START, START + timedelta(seconds=80), cpu_s=0.4)
+    # When its month is derived
+    usage = monthly.usage(load, window, _measured([drain], 200), DEPLOYMENT)
+    # Then its units and creates count 3,000,000 tasks; its one invocation a day lasts the drain's
+    # CPU grown 500 times at 512 MB's share of a vCPU (longer than the wait), 30 times a month
+    assert usage.api_invocations == pytest.approx(3_000_000)
+    assert usage.worker_invocations == pytest.approx(30)
+    assert usage.worker_seconds == pytest.approx(30 * bill.lambda_seconds(0.4 * 500 * 1769 / 512))
+    assert usage.metric_hours == {"nexttick/runs {service=nexttick}": 30}
+    # and its phases are a day's: the creates at the API's throttle rate, then the drain
+    creates, runs = usage.phases
+    assert creates.seconds == pytest.approx(100_000 / 50) and creates.wru == pytest.approx(100_000)
+    assert runs.wru == pytest.approx(300_000) and usage.phases_per_month == 30
