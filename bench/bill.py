@@ -94,7 +94,7 @@ def lambda_seconds(seconds: float) -> float:
 
 def cpu_seconds(cpu_s: float, memory_mb: int) -> float:
     """How long `cpu_s` of one core's work takes a function of `memory_mb`: Lambda gives a function
-    CPU in proportion to its memory, one vCPU at MB_PER_VCPU (this machine's core taken as one)."""
+    CPU in proportion to its memory, one vCPU at MB_PER_VCPU (a core of the bench's machine taken as one)."""
     return cpu_s * max(1.0, MB_PER_VCPU / memory_mb)
 
 

@@ -119,9 +119,9 @@ def monthly_section(results: Results, head: str) -> str:
         "services is counted (they are the account's); cold starts' initialisation is not counted.\n"
         + "\nThe measured inputs (per task unless named; `peak_wcu`: the write capacity the busiest phase "
         "needs provisioned; `deferred_starts`: worker invocations that started later than on AWS, "
-        "because invocations run one at a time here):\n\n"
+        "because the bench runs invocations one at a time):\n\n"
         + table(inputs, ["load", "precision", *INPUT_COLUMNS])
-        + "\nThe windows (`simulated_s`: the measured stretch; `run_s`: how long it took here):\n\n"
+        + "\nThe windows (`simulated_s`: the measured stretch; `run_s`: the bench's time to run it):\n\n"
         + table(windows, ["load", "precision", "tasks", "finished", "simulated_s", "run_s"])
     )
 
