@@ -1,6 +1,6 @@
-"""results.json's issue keys (backlog, lateness, burst, fanout, cost, local_load, cold_start, idle)
-from each section's own figures, always in full: a figure no section measured is null, and the
-report says why."""
+"""results.json's issue keys (backlog, lateness, burst, fanout, cost, monthly, local_load,
+cold_start, idle) from each section's own figures, always in full: a figure no section measured is
+null (a list, empty), and the report says why."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from bench.results import (
     LatenessBurst,
     LatenessMode,
     LocalLoad,
+    MonthlyRow,
 )
 
 # EventBridge bills nothing for the rule: its scheduled events are AWS-service events on the
@@ -152,6 +153,21 @@ def _cost(lifecycle: Section | None) -> Cost:
     }
 
 
+def _monthly(section: Section | None) -> list[MonthlyRow]:
+    return [
+        {
+            "load": row["load"],
+            "precision": row["precision"],
+            "tasks_per_month": row["tasks_per_month"],
+            "usd_on_demand": row["usd"]["total_on_demand"],
+            "usd_provisioned": row["usd"]["total_provisioned"],
+            "usd_eventbridge_scheduler": row["usd"]["scheduler"],
+            "cheaper": row["cheaper"],
+        }
+        for row in (section or {}).get("rows") or []
+    ]
+
+
 def _local_load(load: Section | None, listing: Section | None) -> LocalLoad:
     load = load or {}
     return {
@@ -182,6 +198,7 @@ def derive(detail: Section) -> Derived:
         "burst": _burst(detail.get("burst")),
         "fanout": _fanout(detail.get("fanout")),
         "cost": _cost(detail.get("lifecycle")),
+        "monthly": _monthly(detail.get("monthly")),
         "local_load": _local_load(detail.get("local_load"), detail.get("listing")),
         "cold_start": _cold_start(detail.get("cold_start")),
         "idle": _idle(detail.get("lateness")),

@@ -22,7 +22,12 @@ from nexttick.store import TaskStore
 from nexttick.store.keys import new_home_id
 from nexttick.store.records import TaskRecord, TaskStatus
 
-ACTIONS = {"log": {"type": "log"}, "io50": {"type": "python", "target": "bench.actions:io_50ms"}}
+ACTIONS = {
+    "log": {"type": "log"},
+    "io50": {"type": "python", "target": "bench.actions:io_50ms"},
+    # A delivery that prints nothing at the deployed log level: a bill counts nexttick's own lines.
+    "silent": {"type": "log", "level": "DEBUG"},
+}
 
 
 @contextlib.contextmanager

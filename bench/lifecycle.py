@@ -19,8 +19,8 @@ from nexttick.actions import build_registry
 from nexttick.store.records import QueueEntry
 from nexttick.worker import Worker
 
-# us-east-1 prices (USD): on-demand per million write / read request units; provisioned per
-# capacity-unit hour; Lambda per GB-s by architecture and per request.
+# us-east-1 list prices (USD), without free tiers unless named: on-demand per million write / read
+# request units; provisioned per capacity-unit hour; Lambda per GB-s by architecture and per request.
 PRICE_WRU = 0.625
 PRICE_RRU = 0.125
 PRICE_WCU_HOUR = 0.00065
@@ -28,6 +28,20 @@ PRICE_RCU_HOUR = 0.00013
 PRICE_LAMBDA_GB_S = {"arm64": 0.0000133334, "x86_64": 0.0000166667}
 PRICE_LAMBDA_REQUEST = 0.20 / 1e6
 EVENTBRIDGE_SCHEDULER_PER_MILLION = 1.00
+# EventBridge Scheduler's free tier: invocations per month, per account.
+EVENTBRIDGE_SCHEDULER_FREE_PER_MONTH = 14_000_000
+# DynamoDB per GB-month: table storage (standard class) and continuous backups (point-in-time recovery).
+PRICE_STORAGE_GB_MONTH = 0.25
+PRICE_PITR_GB_MONTH = 0.20
+# API Gateway REST API per request (the first 333 million a month).
+PRICE_API_REQUEST = 3.50 / 1e6
+# CloudWatch: Logs ingestion per GB (standard log class); custom metrics per metric-month (the first
+# 10,000, prorated by the hour they are published in); standard-resolution alarms per alarm-month;
+# dashboards per dashboard-month.
+PRICE_LOGS_INGESTED_GB = 0.50
+PRICE_METRIC_MONTH = 0.30
+PRICE_ALARM_MONTH = 0.10
+PRICE_DASHBOARD_MONTH = 3.00
 # The deployed worker: the stack's default size and architecture.
 DEPLOYED = InfraConfig()
 WORKER_MEMORY_GB = DEPLOYED.worker_memory_mb / 1024

@@ -72,11 +72,12 @@ def not_measured(results: Results) -> list[str]:
     out += [
         "Anything on real AWS: every figure runs against an emulator (see each figure's backend); "
         "network latency enters only through the latency model where a figure says so.",
-        "Cost beyond DynamoDB, the worker Lambda and EventBridge: the keeper Lambda (counted only in the "
-        "sparse rows as billed), DynamoDB Streams (free to a Lambda trigger), API Gateway and the API "
-        "Lambda for creates over HTTP, storage and backups; the worker "
-        "Lambda's duration in the all-in figure is a model (~70 s per wake-up in `second` mode); the sparse "
-        "rows as billed measure it in simulated time (the rule firing at the start of its minute).",
+        "Cost: the per-million figures count DynamoDB, the worker Lambda and EventBridge (the all-in "
+        "figure's worker duration is a model, ~70 s per wake-up in `second` mode; the sparse rows as "
+        "billed measure it in simulated time); the monthly bill adds the keeper and API Lambdas, API "
+        "Gateway, storage with its backups and CloudWatch. In none of them: DynamoDB Streams (free to a "
+        "Lambda trigger), X-Ray (only with `tracing`), KMS (only with `alarm_email`), the log groups' "
+        "storage, data transfer, cold starts' initialisation, and the free tiers of nexttick's services.",
     ]
     return out
 

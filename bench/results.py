@@ -19,6 +19,7 @@ LOCAL_STACK = (
 DEFAULT_BACKENDS = {
     "backlog": "moto in-process",
     "lifecycle": "moto in-process",
+    "monthly": "moto in-process",
     "burst": "moto in-process",
     "lateness": LOCAL_STACK,
     "startup": LOCAL_STACK,
@@ -93,6 +94,18 @@ class Cost(TypedDict):
     usd_per_million_provisioned: float | None
 
 
+class MonthlyRow(TypedDict):
+    """One load in one precision: nexttick's month (USD) beside EventBridge Scheduler's."""
+
+    load: str
+    precision: str
+    tasks_per_month: int
+    usd_on_demand: float
+    usd_provisioned: float
+    usd_eventbridge_scheduler: float
+    cheaper: str
+
+
 class LocalLoad(TypedDict):
     clients: int | None
     operations: int | None
@@ -119,6 +132,7 @@ class Derived(TypedDict):
     burst: Burst
     fanout: Fanout
     cost: Cost
+    monthly: list[MonthlyRow]
     local_load: LocalLoad
     cold_start: ColdStart
     idle: Idle

@@ -1,6 +1,6 @@
 """Run the benchmarks side by side with their baselines; write results.json, REPORT.md and plots/.
 
-make bench                      # everything, into bench/ (about 32 minutes on 2 cores, estimated)
+make bench                      # everything, into bench/ (about 35 minutes on 2 cores, estimated)
 make bench-quick                # python -m bench.run --quick: small sizes, into bench/quick/
 python -m bench.run --only burst,lifecycle   # these sections; the others keep their latest figures
 python -m bench.run --quick --out /tmp/b     # anywhere else (the e2e test writes to a temp dir)
@@ -34,6 +34,7 @@ from bench import (
     lifecycle,
     listing,
     localload,
+    monthly,
     report,
     sparse,
     startup,
@@ -46,6 +47,7 @@ RUNNERS: dict[str, Callable[[bool], Any]] = {
     "backlog": lambda quick: backlog.run((1_000, 10_000) if quick else (1_000, 10_000, 100_000, 1_000_000)),
     # The sparse rows as AWS bills them live in bench/sparse.py (it prices with lifecycle's figures).
     "lifecycle": lambda quick: lifecycle.run(quick) | {"sparse_billed": sparse.run(quick)},
+    "monthly": monthly.run,
     "burst": burst.run,
     "fanout": fanout.run,
     "lateness": lateness.run,

@@ -9,6 +9,7 @@ from typing import Any
 from bench import plots
 from bench.derive import EVENTBRIDGE_RULE_USD_PER_MILLION
 from bench.markdown import cell, number, table
+from bench.monthly_report import monthly_section
 from bench.results import DEFAULT_BACKENDS, Results
 
 
@@ -141,16 +142,17 @@ def _sparse_billed(billed: dict[str, Any] | None) -> str:
     tasks = billed[modes[0]]["tasks"]
     return (
         f"\n**A sparse task as AWS bills it** (bench/sparse.py): {number(tasks)} one-shot tasks, each alone "
-        "in the queue, created 10 minutes ahead and followed to its completion: the editor's create "
-        "and its rule arming; the keeper on the table's stream records (moto's streams API, the "
-        "deployed trigger's filters; a batch after the create, one when a worker goes to sleep, one "
-        "when an invocation ends); the rule firing at the start of its armed minute (in `second` mode "
-        "70-130 s ahead of the task, in `minute` mode the task's own minute); every worker invocation "
-        "that firing or an invoke starts, its wait (simulated time) and its run. Per task, "
-        "averaged; `gb_s`: the invocations' simulated lifetime x the deployed worker memory; the "
-        "keeper's duration is modelled from its requests' round trips (latency model) and priced "
-        "in `usd_per_million_lambda` with its invocations. Tasks fall evenly over the seconds of a "
-        "minute, so the wait averages over where a task falls.\n\n"
+        "in the queue, created 10 minutes ahead and followed to its completion in simulated time "
+        "(bench/timeline.py), after the sync a deploy runs: the create through the API handler and "
+        "its rule arming; the keeper on the table's stream records as Lambda polls them (moto's "
+        "streams API, the deployed trigger's filters, 4 polls a second); the rule firing at the start "
+        "of its armed minute (in `second` mode 70-130 s ahead of the task, in `minute` mode the task's "
+        "own minute); every worker invocation that firing or an invoke starts, its wait and its run. "
+        "Per task, averaged; `worker_alive_s`: the invocations' simulated lifetime; `gb_s`: the longer "
+        "of that and their own CPU at the deployed memory's share of a vCPU, x the deployed worker "
+        "memory; the keeper's duration is its requests' round trips (latency model) plus its own CPU, "
+        "priced in `usd_per_million_lambda` with its invocations. Tasks fall evenly over the seconds "
+        "of a minute, so the wait averages over where a task falls.\n\n"
         + table(rows, ["per task", *modes])
         + "\nBy who spent it (per task):\n\n"
         + table(parts, ["precision", "part", "rru", "wru", "putrule", "requests"])
@@ -467,9 +469,15 @@ def _cold_start_section(results: Results) -> str:
     )
 
 
+def _monthly_section(results: Results) -> str:
+    title = "Monthly bill: five loads in both precisions, beside EventBridge Scheduler"
+    return monthly_section(results, _section_head(results, "monthly", title))
+
+
 SECTIONS: tuple[Callable[[Results], str], ...] = (
     _backlog_section,
     _cost_section,
+    _monthly_section,
     _burst_section,
     _fanout_section,
     _lateness_section,

@@ -2,7 +2,7 @@
 subprocess, the real sections at small sizes) into a temporary directory, and writes results.json
 with every key of the performance issue, REPORT.md, and the plots of the sections it ran.
 
-Only the sections in QUICK_SECTIONS run here (about two minutes), to keep `make test` short; the
+Only the sections in QUICK_SECTIONS run here (about three minutes), to keep `make test` short; the
 others (lateness, the local stack under load, start-up and cold start take minutes even when small)
 run with `make bench-quick`. Every plot and
 report section is also drawn from made-up results in tests/unit/test_bench_report.py."""
@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-QUICK_SECTIONS = ("backlog", "lifecycle", "burst", "fanout", "listing", "keeper")
-ISSUE_KEYS = {"backlog", "lateness", "burst", "fanout", "cost", "local_load", "cold_start", "idle"}
+QUICK_SECTIONS = ("backlog", "lifecycle", "monthly", "burst", "fanout", "listing", "keeper")
+ISSUE_KEYS = {"backlog", "lateness", "burst", "fanout", "cost", "monthly", "local_load", "cold_start", "idle"}
+MONTHLY_LOADS = ("1/day", "1/minute", "1/second", "100/second", "daily burst of 100,000")
 
 pytestmark = [pytest.mark.xdist_group("bench-quick"), pytest.mark.slow]
 
@@ -55,6 +56,19 @@ def test_bench_quick_writes_results_report_and_plots(tmp_path: Path) -> None:
     assert results["cost"]["wru_per_task"] > 0 and results["cost"]["rru_per_task_sparse"] > 0
     assert results["burst"]["speedup"] > 1 and set(results["burst"]["peak_rss_mb"]) == {"50", "200"}
     assert set(results["local_load"]["list_page_s"]) == {"0", "100", "1000"}
+    # And the monthly bill has the five loads in both precisions, EventBridge Scheduler beside each
+    monthly = results["monthly"]
+    assert [(row["load"], row["precision"]) for row in monthly] == [
+        (load, precision) for load in MONTHLY_LOADS for precision in ("second", "minute")
+    ]
+    assert all(row["usd_on_demand"] > 0 and row["usd_provisioned"] > 0 for row in monthly), monthly
+    # (within its free tier of 14 million a month but at 100/second)
+    assert [row["usd_eventbridge_scheduler"] > 0 for row in monthly] == [
+        row["load"] == "100/second" for row in monthly
+    ]
+    # (every task of each window ran; a steady one may reach one past its end by claiming ahead)
+    windows = [row["window"] for row in results["detail"]["monthly"]["rows"]]
+    assert all(w["tasks"] <= w["finished"] <= w["tasks"] + 1 for w in windows), windows
     # And the sections not run are null, and the report says so
     assert results["idle"]["cpu_percent"] is None and results["cold_start"]["asset_mb"] is None
     report = (out / "REPORT.md").read_text()

@@ -25,6 +25,7 @@ ISSUE_KEYS = {
         "usd_per_million_on_demand",
         "usd_per_million_provisioned",
     },
+    "monthly": None,
     "local_load": {"clients", "operations", "api_p99_s", "lateness_p99_s", "errors", "list_page_s"},
     "cold_start": {"asset_mb", "import_ms_p50"},
     "idle": {"cpu_percent"},
@@ -59,6 +60,69 @@ def _lifecycle() -> dict[str, Any]:
             "worker_architecture": "arm64",
             "worker_memory_gb": 0.5,
         },
+    }
+
+
+def _monthly() -> dict[str, Any]:
+    """Two loads: nexttick cheaper in one precision of the first, in neither of the second."""
+
+    def row(
+        load: str, precision: str, on_demand: float, scheduler: float, notes: list[str]
+    ) -> dict[str, Any]:
+        terms = {
+            "dynamodb_on_demand": on_demand - 3.6,
+            "dynamodb_provisioned": 2.81,
+            "dynamodb_storage": 0.0,
+            "lambda_worker": 0.0,
+            "lambda_keeper": 0.0,
+            "lambda_api": 0.0,
+            "api_gateway": 0.0,
+            "eventbridge": 0.0,
+            "cloudwatch_logs": 0.0,
+            "cloudwatch_metrics": 0.0,
+            "cloudwatch_alarms_dashboards": 3.6,
+        }
+        usd = {
+            **terms,
+            "lambda": 0.0,
+            "cloudwatch": 3.6,
+            "total_on_demand": on_demand,
+            "total_provisioned": 6.41,
+            "scheduler": scheduler,
+            "scheduler_without_free_tier": scheduler + 14.0,
+        }
+        return {
+            "load": load,
+            "precision": precision,
+            "tasks_per_month": 20_000_000,
+            "window": {"tasks": 10, "finished": 10, "simulated_s": 60.0, "run_s": 1.0},
+            "measured": {"rru_per_task": 2.5, "wru_per_task": 3.0, "wakes_per_month": 43_200},
+            "usd": usd,
+            "cheaper": "nexttick" if min(on_demand, 6.41) < scheduler else "EventBridge Scheduler",
+            "notes": notes,
+        }
+
+    return {
+        "backend": "moto in-process",
+        "month_days": 30,
+        "deployment": {
+            "worker_memory_mb": 512,
+            "keeper_memory_mb": 256,
+            "api_memory_mb": 512,
+            "architecture": "arm64",
+            "read_capacity": [5, 500],
+            "write_capacity": [5, 500],
+            "target_utilization": 0.7,
+            "retention_days": 7,
+            "alarms": 6,
+            "dashboards": 1,
+        },
+        "rows": [
+            row("1/second", "second", 9.0, 6.0, []),
+            row("1/second", "minute", 5.0, 6.0, []),
+            row("1/day", "second", 4.0, 0.0, ["creates exceed the throttle"]),
+            row("1/day", "minute", 4.0, 0.0, ["creates exceed the throttle"]),
+        ],
     }
 
 
@@ -102,6 +166,7 @@ def _detail(samples: bool = True) -> dict[str, Any]:
             for n in (1_000, 10_000, 100_000)
         ],
         "lifecycle": _lifecycle(),
+        "monthly": _monthly(),
         "burst": {
             "tasks": 5000,
             "latency_model_ms": {"GetItem": 4.0, "Query": 6.0},
@@ -214,9 +279,48 @@ def test_derive_takes_cost_from_the_dense_and_sparse_lifecycles_all_in() -> None
     assert cost["usd_per_million_provisioned"] == round(1.4 + 0.47, 2)
 
 
+def test_derive_takes_each_months_totals_and_verdict_from_the_monthly_rows() -> None:
+    monthly = report.derive(_detail())["monthly"]
+    assert [(row["load"], row["precision"], row["cheaper"]) for row in monthly] == [
+        ("1/second", "second", "EventBridge Scheduler"),
+        ("1/second", "minute", "nexttick"),
+        ("1/day", "second", "EventBridge Scheduler"),
+        ("1/day", "minute", "EventBridge Scheduler"),
+    ]
+    assert monthly[1] == {
+        "load": "1/second",
+        "precision": "minute",
+        "tasks_per_month": 20_000_000,
+        "usd_on_demand": 5.0,
+        "usd_provisioned": 6.41,
+        "usd_eventbridge_scheduler": 6.0,
+        "cheaper": "nexttick",
+    }
+
+
+def test_the_monthly_bill_says_per_load_where_nexttick_is_cheaper_and_where_not(tmp_path: Path) -> None:
+    # Given monthly figures where nexttick wins one precision of one load and neither of another
+    text = report.write(_results(_detail()), tmp_path).read_text()
+    section = text.split("## Monthly bill")[1].split("\n## ")[0]
+    # Then its table has every row, and a sentence per load says which is cheaper, from the figures
+    bill_row = "| 1/second | minute | $1.40 | $2.81 | $0.00 | $0.00 | $0.00 | $3.60 | $0.00 | $5.00 | $6.41 |"
+    assert f"{bill_row} $6.00 | nexttick |" in section
+    assert section.count("| EventBridge Scheduler |\n") == 3
+    assert (
+        "**1/second** (20,000,000 tasks a month): nexttick is cheaper in `minute` precision only. "
+        "nexttick: $6.41 (provisioned) in `second`, $5.00 (on demand) in `minute`" in section
+    )
+    assert "EventBridge Scheduler: $6.00 ($20.00 without its free tier)." in section
+    assert (
+        "**1/day** (20,000,000 tasks a month): EventBridge Scheduler is cheaper in both precisions" in section
+    )
+    assert "its largest term is the alarms and the dashboard (up to $3.60)" in section
+    assert "Beyond the stack's defaults: creates exceed the throttle." in section
+
+
 def test_derive_of_nothing_is_every_key_null() -> None:
     derived = report.derive({})
-    assert derived["backlog"] == [] and derived["fanout"]["rows"] == []
+    assert derived["backlog"] == [] and derived["fanout"]["rows"] == [] and derived["monthly"] == []
     assert derived["idle"] == {"cpu_percent": None}
     assert all(v is None for v in derived["cost"].values())
     assert all(v is None for v in derived["local_load"].values())
@@ -312,7 +416,7 @@ def test_report_names_each_command_backend_and_what_was_not_measured(tmp_path: P
     results = _results(detail)
     results["failed"] = {"listing": "its latest run failed (RuntimeError: boom)"}
     text = report.write(results, tmp_path).read_text()
-    for section in ("backlog", "lifecycle", "burst", "fanout", "lateness", "cold_start"):
+    for section in ("backlog", "lifecycle", "monthly", "burst", "fanout", "lateness", "cold_start"):
         assert f"Command: `python -m bench.run --only {section}`" in text
     assert "Backend: moto_server." in text and "Backend: stand-in." in text
     assert "| GetItem | 4 |" in text and "Measured round trips." in text
