@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: help venv browser run test test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench bench-quick fuzz clean bootstrap
+.PHONY: help venv browser run test coverage test-unit test-integration test-infra test-e2e lint fmt synth deploy destroy diff bench bench-quick fuzz clean bootstrap
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -43,6 +43,13 @@ run: $(STAMP) ## start the local stack (moto + API + emulated EventBridge + work
 # the tests here hold it to the second while the rest of the suite loads the machine.
 test: $(STAMP) browser ## the whole offline suite: unit, integration, infrastructure, e2e
 	$(VENV)/bin/pytest -n 3 --dist loadgroup --durations=25 tests
+
+# The same suite measured by coverage.py, then the share of the production code each suite runs
+# (tests/support/coverage_by_suite.py). Kept out of make test: tracing slows the suite by up to 80%.
+coverage: $(STAMP) browser ## make test under coverage, then line coverage per suite (unit, integration, ...)
+	rm -f .coverage .coverage.*
+	$(VENV)/bin/pytest -n 3 --dist loadgroup --cov --cov-report= tests; status=$$?; \
+	$(PY) -m tests.support.coverage_by_suite; exit $$status
 
 test-unit: $(STAMP)
 	$(VENV)/bin/pytest tests/unit
@@ -85,7 +92,7 @@ model-soak: $(STAMP) ## the model checker with the scenarios too large for make 
 	NEXTTICK_MODEL_SOAK=1 $(VENV)/bin/pytest -n 2 tests/unit/test_rule_model_*.py tests/unit/test_rule_sync_exhaustive.py
 
 clean:
-	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*
 
 .PHONY: openapi
 openapi: $(STAMP) ## regenerate docs/openapi.json from the API code (a test fails when it drifts)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
+import coverage
 import pytest
 import time_machine
 from moto import mock_aws
@@ -23,6 +25,30 @@ def pytest_configure(config: pytest.Config) -> None:
     serializer alone took a third of the fault sweeps' time."""
     lighten_dynamodb()
     route_without_listing_moto()
+
+
+TESTS = Path(__file__).parent
+SUITE_VARIABLE = "TEST_SUITE"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under `make coverage`, what each test runs is counted for its suite (unit, integration,
+    infrastructure, e2e): in this process, as its coverage context; in the Python processes the test
+    starts, through coverage's start-up hook reading pyproject.toml there, where the context is the
+    suite this variable names (coverage's own hand-over would pass this process's start-up context)."""
+    measuring = coverage.Coverage.current()
+    if measuring is None:
+        return
+    suite = item.path.relative_to(TESTS).parts[0]
+    measuring.switch_context(suite)
+    os.environ.update(
+        {
+            SUITE_VARIABLE: suite,
+            "COVERAGE_PROCESS_START": str(TESTS.parent / "pyproject.toml"),
+            "COVERAGE_FILE": str(Path(str(measuring.get_option("run:data_file"))).resolve()),
+        }
+    )
 
 
 TEST_ACTIONS = {"log": {"type": "log"}, "hook": {"type": "webhook", "url": "http://127.0.0.1:9/hook"}}
