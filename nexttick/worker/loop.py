@@ -127,7 +127,7 @@ class Worker:
         self.claim_ahead = timedelta(seconds=constants.CLAIM_AHEAD_SECONDS)
         self.wake_ahead = timedelta(seconds=constants.WAKE_AHEAD_SECONDS)
         self.report = RunReport()
-        self.touched: set[int] = set()  # shards this invocation took entries of (and so wrote to)
+        self.touched: set[int] = set()  # shards taken from (and so written to) since the last re-arm
         self.leases = LeaseKeeper(self.store, self.clock, owner, self.lease)
         self.sharing = self.sharing_class(runtime, owner, shards=shards, leader=leader)
         self.runner = OccurrenceRunner(
@@ -161,7 +161,10 @@ class Worker:
                 # The re-arm starts from the pass's read of the record (nothing of ours wrote it
                 # since; the shards it wrote to are read again whatever the record says).
                 rearm = self.runtime.rule_sync.rearm(self.touched, self._read, self._resume)
-                self._resume = {}
+                # The re-arm recorded what it read of these shards: a later re-arm reads again only
+                # those a later pass writes to (a worker waiting through a steady load no longer
+                # reads every shard it ever touched at each re-arm).
+                self.touched, self._resume = set(), {}
                 if rearm.outcome is not Outcome.DUE_SOON:
                     return self._finish(rearm.outcome.value)
                 assert rearm.head is not None
