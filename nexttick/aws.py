@@ -1,5 +1,5 @@
-"""AWS clients and the two AWS adapters of the rule protocol: the EventBridge rule and the
-asynchronous worker invoke.
+"""AWS clients and the AWS adapters of the rule protocol: the EventBridge rule, the asynchronous
+worker invoke and the delayed message a waiting worker hands its wait over with.
 
 Clients come from a botocore session: importing boto3 imports its S3 transfer manager too, about
 0.1 s of every cold start that nothing here uses. A caller's boto3 session (the editor library takes
@@ -19,6 +19,7 @@ from botocore.config import Config
 from nexttick.config import NextTickSettings
 from nexttick.constants import (
     RULE_DESCRIPTION_PREFIX,
+    WORKER_EVENT_HANDOVER,
     WORKER_EVENT_HELP,
     WORKER_EVENT_SOURCE,
     WORKER_EVENT_WAKE,
@@ -137,4 +138,21 @@ class LambdaWorkerTrigger:
     def _invoke(self, event: dict[str, Any]) -> None:
         self.client.invoke(
             FunctionName=self.function_name, InvocationType="Event", Payload=json.dumps(event).encode()
+        )
+
+
+class SqsWaitHandover:
+    """Sends the delayed message whose delivery (the queue's event source mapping) starts the
+    invocation that finishes a wait. SQS delivers at least once, sometimes late: a duplicate is one
+    more worker that finds the head taken, and a lost or late message leaves the task to the rule,
+    which stays armed as the wait's backstop."""
+
+    def __init__(self, sqs_client: Any, queue_url: str) -> None:
+        self.client = sqs_client
+        self.queue_url = queue_url
+
+    def send(self, delay_seconds: int, wake_at: datetime) -> None:
+        body = {"source": WORKER_EVENT_SOURCE, "action": WORKER_EVENT_HANDOVER, "at": wake_at.isoformat()}
+        self.client.send_message(
+            QueueUrl=self.queue_url, MessageBody=json.dumps(body), DelaySeconds=delay_seconds
         )

@@ -54,6 +54,11 @@ class NextTickSettings(BaseSettings):
     endpoint_url: str | None = Field(default=None, alias="NEXTTICK_ENDPOINT_URL")
     # Lambda Invoke can go to a different endpoint (the local stack runs the worker in-process).
     lambda_endpoint_url: str | None = Field(default=None, alias="NEXTTICK_LAMBDA_ENDPOINT_URL")
+    # The SQS queue a waiting worker hands its wait to (unset: it sleeps the whole wait itself).
+    handover_queue_url: str | None = Field(default=None, alias="NEXTTICK_HANDOVER_QUEUE_URL")
+    # A handed-over wait's message arrives this long before the wake (SQS delays whole seconds and
+    # its poller adds a little), and a wait shorter than this plus a second is slept through.
+    handover_lead_seconds: float = Field(default=2.0, ge=0.5, le=30.0)
     queue_shards: QueueShards = constants.DEFAULT_QUEUE_SHARDS
     precision: Precision = Precision.SECOND
     # Worst-case EventBridge delivery delay we arm ahead for, in `second` mode.

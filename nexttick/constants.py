@@ -50,6 +50,11 @@ WORKER_EVENT_WAKE = "wake"
 WORKER_EVENT_SYNC = "sync"
 # Sent by a worker to the helper invocations it starts for a burst, each with its group of shards.
 WORKER_EVENT_HELP = "help"
+# The body of the delayed SQS message a worker sends instead of sleeping through a long wait: the
+# invocation it starts (the queue's event source mapping) sleeps the rest and runs the head.
+WORKER_EVENT_HANDOVER = "handover"
+# SQS delays a message by at most this many seconds.
+MAX_HANDOVER_DELAY_SECONDS = 900
 
 # Limits of the public contract (README, "HTTP API"): the API's models declare them (and so the
 # OpenAPI document), the editor library enforces them for callers that never pass the API.

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import botocore.session
 
-from nexttick.aws import AwsSession, EventBridgeRule, LambdaWorkerTrigger, make_client, session_credentials
+from nexttick.aws import (
+    AwsSession,
+    EventBridgeRule,
+    LambdaWorkerTrigger,
+    SqsWaitHandover,
+    make_client,
+    session_credentials,
+)
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.config import NextTickSettings, get_settings
 from nexttick.rulearm import WorkerTrigger
@@ -32,6 +39,13 @@ class WorkerStarter(WorkerTrigger, Protocol):
     def help(self, shards: Collection[int], leader: str) -> None: ...
 
 
+class WaitHandover(Protocol):
+    """Starts a worker invocation `delay_seconds` from now that sleeps until `wake_at` and then runs
+    (a delayed SQS message): what a waiting worker does instead of sleeping through a long wait."""
+
+    def send(self, delay_seconds: int, wake_at: datetime) -> None: ...
+
+
 @dataclass
 class Runtime:
     settings: NextTickSettings
@@ -40,6 +54,7 @@ class Runtime:
     trigger: WorkerStarter
     rule_sync: RuleSync
     clock: Clock
+    handover: WaitHandover | None = None  # None: a waiting worker sleeps the whole wait
 
     @classmethod
     def build(
@@ -62,4 +77,9 @@ class Runtime:
             clock,
             stale_after=timedelta(seconds=settings.stale_after_seconds),
         )
-        return cls(settings, store, rule, trigger, rule_sync, clock)
+        handover = (
+            SqsWaitHandover(make_client("sqs", settings, session), settings.handover_queue_url)
+            if settings.handover_queue_url
+            else None
+        )
+        return cls(settings, store, rule, trigger, rule_sync, clock, handover)

@@ -1,5 +1,5 @@
-"""Worker Lambda: invoked by the rule, by editors (wake) and by deploys (sync). Thin: the work is
-in `nexttick.worker`."""
+"""Worker Lambda: invoked by the rule, by editors (wake), by deploys (sync) and by the hand-over
+queue (a waiting worker's delayed message). Thin: the work is in `nexttick.worker`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from nexttick.actions import ActionRegistry, build_registry
 from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
 from nexttick.runtime import Runtime
-from nexttick.worker import Worker, WorkerEvent, classify_event, helper_shards
+from nexttick.worker import Worker, WorkerEvent, classify_event, handover_wake_at, helper_shards
 
 _lock = threading.Lock()
 _deps: tuple[Runtime, ActionRegistry] | None = None
@@ -65,4 +65,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         shards=helper_shards(event, runtime.store.shards) if helping else None,
         leader=event.get("leader") if helping else None,
     )
-    return {"event": kind.value, **worker.run().to_dict()}
+    wake_at = handover_wake_at(event) if kind is WorkerEvent.HANDOVER else None
+    return {"event": kind.value, **worker.run(wake_at).to_dict()}

@@ -1,12 +1,20 @@
-"""The events the worker accepts: the rule's scheduled event, a direct wake, a sync request, and a
-helper's share of a burst."""
+"""The events the worker accepts: the rule's scheduled event, a direct wake, a sync request, a
+helper's share of a burst, and a handed-over wait (the hand-over queue's messages)."""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from nexttick.constants import WORKER_EVENT_HELP, WORKER_EVENT_SOURCE, WORKER_EVENT_SYNC, WORKER_EVENT_WAKE
+from nexttick.constants import (
+    WORKER_EVENT_HANDOVER,
+    WORKER_EVENT_HELP,
+    WORKER_EVENT_SOURCE,
+    WORKER_EVENT_SYNC,
+    WORKER_EVENT_WAKE,
+)
 
 
 class WorkerEvent(StrEnum):
@@ -14,6 +22,7 @@ class WorkerEvent(StrEnum):
     WAKE = "wake"  # editors (due too soon to arm) and the worker itself ("continue")
     SYNC = "sync"  # deploy / `nexttick sync`: re-derive the rule from the table, then run
     HELP = "help"  # a worker in a burst: drain these shards first
+    HANDOVER = "handover"  # SQS: a waiting worker's delayed message; sleep until its time, then run
     UNKNOWN = "unknown"
 
 
@@ -31,9 +40,34 @@ def classify_event(event: Any) -> WorkerEvent:
             return WorkerEvent.SYNC
         if action == WORKER_EVENT_HELP and isinstance(event.get("shards"), list) and event["shards"]:
             return WorkerEvent.HELP
+    if handover_wake_at(event) is not None:
+        return WorkerEvent.HANDOVER
     return WorkerEvent.UNKNOWN
 
 
 def helper_shards(event: dict[str, Any], shard_count: int) -> frozenset[int]:
     """The shards a helper event assigns, those that exist (a layout change in flight drops the rest)."""
     return frozenset(s for s in event["shards"] if isinstance(s, int) and 0 <= s < shard_count)
+
+
+def handover_wake_at(event: dict[str, Any]) -> datetime | None:
+    """The earliest wake time among an SQS event's hand-over messages (None: not such an event).
+    A batch holds one message as deployed; a larger one is woken for its earliest."""
+    records = event.get("Records")
+    if not isinstance(records, list):
+        return None
+    times = [t for r in records if isinstance(r, dict) and (t := _handover_time(r)) is not None]
+    return min(times, default=None)
+
+
+def _handover_time(record: dict[str, Any]) -> datetime | None:
+    if record.get("eventSource") != "aws:sqs" or not isinstance(record.get("body"), str):
+        return None
+    try:
+        body = json.loads(record["body"])
+        if body.get("source") != WORKER_EVENT_SOURCE or body.get("action") != WORKER_EVENT_HANDOVER:
+            return None
+        at = datetime.fromisoformat(body["at"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return at if at.tzinfo is not None else None

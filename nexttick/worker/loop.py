@@ -11,9 +11,11 @@ One invocation:
    shards it worked up to date and points the rule at the earliest (a pass that ran less than a
    pool's worth read everything due: the re-arm's read of its shards stands in for another pass,
    and a head it finds due is passed over at once);
-3. a head too close to arm (`Outcome.DUE_SOON`) is waited for inside the invocation (Clock.sleep,
-   to the exact instant) when the remaining time allows, by the one invocation that claims the wait
-   (`claim_wait`; the rule stays armed as its backstop), otherwise the worker re-invokes itself;
+3. a head too close to arm (`Outcome.DUE_SOON`) is waited for by the one invocation that claims the
+   wait (`claim_wait`; the rule stays armed as its backstop): a long wait is handed to a delayed
+   message (`runtime.handover`) whose invocation sleeps the last seconds, a short one is slept here
+   (Clock.sleep, to the exact instant) when the remaining time allows; otherwise the worker
+   re-invokes itself;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
    action timeout plus a few seconds), so no run is cut off with the rule on a past minute;
 5. a burst is spread over helper invocations, and invocations running at once share the shards
@@ -27,10 +29,9 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import Enum
-from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from nexttick import constants
 from nexttick.actions import ActionRegistry
@@ -43,6 +44,7 @@ from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
 from nexttick.worker.lease import LeaseKeeper
 from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, RunResult, no_hook
+from nexttick.worker.report import Held, PassResult, RunReport
 from nexttick.worker.sharing import ShardSharing
 
 # Extra seconds on top of the longest action timeout kept in reserve for completion and re-arm.
@@ -50,50 +52,10 @@ SAFETY_SECONDS = 5.0
 # Pause when the head is already due yet nothing was claimable (an entry just leased elsewhere):
 # no spinning. A head in the future is waited for exactly, never rounded up to this.
 MIN_WAIT_SECONDS = 0.05
-MIN_HAND_OVER_WAIT_SECONDS = 1.0
+MIN_REINVOKE_WAIT_SECONDS = 1.0
 # A pass whose occurrences still wait or run this long before its claim-ahead window ends reads on
 # (docs/worker.md): long enough before the window's end for a read and a claim on a busy host.
 ROLL_BEFORE_SECONDS = 0.3
-
-
-class PassResult(Enum):
-    """What a pass found: nothing; less than a pool's worth (all of it run); a pool's worth or more,
-    or it stopped early (more may be due at once)."""
-
-    EMPTY = "empty"
-    DRAINED = "drained"
-    FULL = "full"
-
-
-@dataclass
-class RunReport:
-    """What one invocation did (returned by the handler; counts by result)."""
-
-    results: Counter[str] = field(default_factory=Counter)
-    passes: int = 0
-    waited_seconds: float = 0.0
-    outcome: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome,
-            "passes": self.passes,
-            "waited_seconds": round(self.waited_seconds, 3),
-            **{str(k): v for k, v in sorted(self.results.items())},
-        }
-
-
-@dataclass
-class _Held:
-    """What a pass holds: its occurrences in flight, and per shard the last entry it took and the
-    first no later read may start past (one it did not take, or took and left unfinished:
-    abandoned, deferred, another invocation's)."""
-
-    in_flight: dict[Future[Done], QueueEntry] = field(default_factory=dict)
-    taken: dict[int, str] = field(default_factory=dict)
-    left: dict[int, str] = field(default_factory=dict)
-    submitted: int = 0
-    full: bool = False  # a pool's worth or more, or stopped early: more may be due at once
 
 
 class Worker:
@@ -145,7 +107,14 @@ class Worker:
         self._resume: dict[int, str] = {}
 
     # ------------------------------------------------------------------ loop
-    def run(self) -> RunReport:
+    def run(self, wake_at: datetime | None = None) -> RunReport:
+        """Work until nothing is due soon. `wake_at`: the head a handed-over wait is for; the
+        invocation first sleeps until just before it, as the invocation that handed it over would
+        have (the claim and its backstop are that invocation's, and still stand)."""
+        if wake_at is not None:
+            wait_seconds = (wake_at - self.wake_ahead - self.clock.now()).total_seconds()
+            if wait_seconds > 0:
+                self._sleep(min(wait_seconds, max(self.remaining() - self.margin, 0.0)))
         pool_size = self.settings.pool_size
         with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="nexttick-run") as pool:
             while True:
@@ -170,26 +139,37 @@ class Worker:
                 assert rearm.head is not None
                 if found is PassResult.DRAINED and rearm.head <= self.clock.now() + self.wake_ahead:
                     continue  # became due while the pass ran: pass again, no wait
-                wait_seconds = (rearm.head - self.clock.now()).total_seconds()
-                if self.remaining() - wait_seconds < self.margin:
-                    # Beyond this invocation: spend what it has first, so a short timeout does not
-                    # turn into a rapid chain of invocations, then hand over to a fresh one.
-                    usable = self.remaining() - self.margin
-                    if usable >= MIN_HAND_OVER_WAIT_SECONDS:
-                        self._sleep(usable)
-                        continue
-                    return self._reinvoke("next due time is beyond this invocation")
-                claim = self.runtime.rule_sync.claim_wait(rearm.head, self.owner, self.deadline, rearm.record)
-                if claim is WaitClaim.COVERED:
-                    return self._finish("covered", "another invocation is waiting for an earlier time")
-                if claim is WaitClaim.MOVED:
-                    continue  # the record moved since the re-arm: re-arm before sleeping
-                wait_seconds = (rearm.head - self.wake_ahead - self.clock.now()).total_seconds()
-                if wait_seconds <= 0:
-                    # Already due: held by others (leased), or in shards left to another invocation
-                    # until it has drained them or its yield expires.
-                    wait_seconds = max(MIN_WAIT_SECONDS, self.sharing.seconds_until_yield_ends())
-                self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
+                ended = self._wait_for(rearm.head, rearm.record)
+                if ended is not None:
+                    return ended
+
+    def _wait_for(self, head: datetime, record: RuleState | None) -> RunReport | None:
+        """Wait for a head too close to arm: claim the wait, then sleep until just before it, or hand
+        a long wait to a delayed message. Returns the invocation's report when it ends here, None
+        when the loop goes on (after the sleep, or to re-arm first)."""
+        wait_seconds = (head - self.clock.now()).total_seconds()
+        if self.remaining() - wait_seconds < self.margin:
+            # Beyond this invocation: spend what it has first, so a short timeout does not turn
+            # into a rapid chain of invocations, then re-invoke.
+            usable = self.remaining() - self.margin
+            if usable >= MIN_REINVOKE_WAIT_SECONDS:
+                self._sleep(usable)
+                return None
+            return self._reinvoke("next due time is beyond this invocation")
+        claim = self.runtime.rule_sync.claim_wait(head, self.owner, self.deadline, record)
+        if claim is WaitClaim.COVERED:
+            return self._finish("covered", "another invocation is waiting for an earlier time")
+        if claim is WaitClaim.MOVED:
+            return None  # the record moved since the re-arm: re-arm before sleeping
+        wait_seconds = (head - self.wake_ahead - self.clock.now()).total_seconds()
+        if wait_seconds <= 0:
+            # Already due: held by others (leased), or in shards left to another invocation until
+            # it has drained them or its yield expires.
+            wait_seconds = max(MIN_WAIT_SECONDS, self.sharing.seconds_until_yield_ends())
+        elif self._hand_over(head, wait_seconds):
+            return self._finish("handed-over", "the wait goes on in the invocation its message starts")
+        self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
+        return None
 
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()
@@ -200,7 +180,7 @@ class Worker:
         reads on from after what it took (a *roll*): what comes due just after the window is claimed
         ahead too, instead of by the pass that starts when the last of these has finished."""
         self.report.passes += 1
-        held = _Held()
+        held = Held()
         with self.leases.renewing():
             while True:
                 now = self.clock.now()
@@ -224,7 +204,7 @@ class Worker:
         self,
         pool: ThreadPoolExecutor,
         pool_size: int,
-        held: _Held,
+        held: Held,
         due: DueShards,
         now: datetime,
         until: datetime,
@@ -260,11 +240,11 @@ class Worker:
             held.submitted += 1
         return False
 
-    def _stop_before(self, entry: QueueEntry, held: _Held) -> None:
+    def _stop_before(self, entry: QueueEntry, held: Held) -> None:
         self.sharing.release_probe(entry.shard)
         _stop_at(held.left, entry)
 
-    def _rolls(self, held: _Held, until: datetime) -> bool:
+    def _rolls(self, held: Held, until: datetime) -> bool:
         """Whether the pass reads on: it still holds occurrences ROLL_BEFORE_SECONDS before its
         window ends (waiting for them until then). Only a read that ended before its window did
         rolls: one that ran past it (a burst) leaves what came due meanwhile to the next pass, as a
@@ -286,7 +266,7 @@ class Worker:
         lateness_by_kind, self._lateness_by_kind = self._lateness_by_kind, defaultdict(list)
         emit_by_dimensions(constants.METRIC_LATENESS, MetricUnit.Milliseconds, lateness_by_kind)
 
-    def _collect(self, done: set[Future[Done]], held: _Held) -> None:
+    def _collect(self, done: set[Future[Done]], held: Held) -> None:
         """Count the finished occurrences; note in `held.left` each entry left unfinished. The pass
         forgets each one collected: its memory stays bounded by the pool, not the burst."""
         for future in done:
@@ -314,6 +294,22 @@ class Worker:
                     self._counts[constants.METRIC_LATE_RUNS] += 1
                 if outcome.started is not None:  # written by the pass's end (`flush_lateness`)
                     self.store.note_lateness(outcome.started, outcome.lateness_ms)
+
+    def _hand_over(self, head: datetime, wait_seconds: float) -> bool:
+        """Hand a long wait to a delayed message instead of sleeping through it: the invocation its
+        delivery starts sleeps the last `handover_lead_seconds` and runs the head. Our claim stays
+        (its backstop too), so editors rely on it as on a sleeper. A send that fails is slept through."""
+        lead = self.settings.handover_lead_seconds
+        if self.runtime.handover is None or wait_seconds < lead + 1:
+            return False
+        delay = min(int(wait_seconds - lead), constants.MAX_HANDOVER_DELAY_SECONDS)
+        try:
+            self.runtime.handover.send(delay, head)
+        except (BotoCoreError, ClientError):
+            logger.warning("could not hand the wait over: sleeping through it", exc_info=True)
+            return False
+        self.report.handed_over_seconds = delay
+        return True
 
     def _sleep(self, seconds: float) -> None:
         self.report.waited_seconds += seconds

@@ -15,7 +15,7 @@ from bench.harness import pending_once
 from nexttick.actions import ActionRegistry, build_registry
 from nexttick.config import NextTickSettings
 from nexttick.worker import Worker
-from nexttick.worker.loop import RunReport
+from nexttick.worker.report import RunReport
 from tests.support.aws import RecordedRuntime, RecordingTrigger
 from tests.support.worker import ACTIONS, RECORDER, make_moto_atomic
 

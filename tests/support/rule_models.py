@@ -30,7 +30,8 @@ from nexttick.rulesync import RearmResult, RuleSync, WaitClaim
 from nexttick.ruletiming import Timing
 from nexttick.runtime import Runtime
 from nexttick.store.records import RuleState, ShardFront
-from nexttick.worker.loop import PassResult, RunReport, Worker
+from nexttick.worker.loop import Worker
+from nexttick.worker.report import PassResult, RunReport
 from tests.support.interleave import Op, Replay, Stepper
 
 TIMING = Timing(precision=Precision.SECOND)
@@ -623,6 +624,7 @@ class World:
     ticks: int = 0
     dead: frozenset[str] = frozenset()  # actors that crashed (their PutRule may still be in flight)
     keeper: bool = False  # the table's stream feeds a keeper (else nothing records its records)
+    handover: str | None = None  # how the hand-over queue delivers a message (Scenario.handover)
     worker_skew: float = 0.0  # the clock of every worker EventBridge or an invoke starts
 
     def clone(self) -> World:
@@ -698,6 +700,11 @@ class Scenario:
     tick_seconds: float = 10.0
     fire_offset: float = 30.0  # seconds into its minute at which EventBridge delivers a firing
     keeper: bool = False
+    # A waiting worker hands a long wait to a delayed message (None: it sleeps through it), which the
+    # queue delivers "once", "twice", "late" (HANDOVER_LATE_SECONDS after its delay), "early" (at
+    # once) or not at all ("lost"); a continuation that dies is delivered again after the
+    # message's visibility timeout (the worker's timeout), when `retries`.
+    handover: str | None = None
     orphan_puts: bool = False  # a dead actor's PutRule in flight may still land before time moves
     fresh_entry_keys: bool = True  # every entry write has its own key, and puts only if it is free
     worker_skew: float = 0.0  # seconds the clocks of the workers it starts are ahead (behind)
@@ -839,6 +846,14 @@ class TriggerView:
         self._call("help", tuple(sorted(shards)), leader)
 
 
+class HandoverView:
+    def __init__(self, replay: Replay) -> None:
+        self._call = replay.call
+
+    def send(self, delay_seconds: int, wake_at: datetime) -> None:
+        self._call("handover", delay_seconds, wake_at)
+
+
 @dataclass(frozen=True)
 class _Settings:
     pool_size: int = 4
@@ -846,6 +861,7 @@ class _Settings:
     lease_seconds: int = 60
     retention_days: int = 7
     max_invocations: int = 1
+    handover_lead_seconds: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -865,7 +881,8 @@ def _runtime(replay: Replay, scenario: Scenario) -> Runtime:
     store, rule, trigger = StoreView(replay), RuleView(replay), TriggerView(replay)
     sync = scenario.protocol(store, rule, trigger, TIMING, clock)
     settings = FAN_OUT_SETTINGS if scenario.fan_out else SETTINGS
-    return Runtime(settings, store, rule, trigger, sync, clock)  # type: ignore[arg-type]
+    handover = HandoverView(replay) if scenario.handover else None
+    return Runtime(settings, store, rule, trigger, sync, clock, handover)  # type: ignore[arg-type]
 
 
 class ModelWorker(Worker):
@@ -949,6 +966,24 @@ def worker_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
         leader=leader,
     )
     worker.run()
+
+
+def continuation_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
+    """The invocation a hand-over message starts: it sleeps until the wait's head, then runs."""
+    (wake_at,) = spec.args
+    worker = (scenario.worker or ModelWorker)(
+        _runtime(replay, scenario), _Registry(), owner=spec.name, remaining_ms=WORKER_SECONDS * 1000, rng=_RNG
+    )
+    worker.run(wake_at)
+
+
+class WakeIgnoringWorker(ModelWorker):
+    """A continuation that starts working at once instead of sleeping until its wait's head (defect:
+    delivered early, it finds the claim of the invocation that handed the wait over still live,
+    takes it for another waiter and stops, leaving the head to the backstop a minute later)."""
+
+    def run(self, wake_at: datetime | None = None) -> RunReport:
+        return super().run(None)
 
 
 def create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
@@ -1126,6 +1161,13 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         helper = _worker_spec(world, f"{spec.name}+{position}", retries=2, args=args)
         world.spawns += ((now, helper),)
         return None
+    if name == "handover":
+        delay, wake_at = args
+        first = "~" not in spec.name  # sent by the invocation that claimed the wait first
+        for copy, seconds in enumerate(_deliveries(world.handover, delay, first=first)):
+            continuation = _continuation_spec(world, f"{spec.name}~{position}" + "'" * copy, wake_at)
+            world.spawns += ((now + timedelta(seconds=seconds), continuation),)
+        return None
     return _queue_op(world, spec, name, args)
 
 
@@ -1237,6 +1279,30 @@ def _worker_spec(world: World, name: str, *, retries: int, args: tuple[Any, ...]
     return ActorSpec(name, kind, worker_program, args, skew, retry, retry_after=60.0)
 
 
+HANDOVER_LATE_SECONDS = 20.0
+
+
+def _deliveries(mode: str | None, delay: float, *, first: bool) -> tuple[float, ...]:
+    """When the queue delivers a message sent with `delay` (seconds after the send), by `mode`; only
+    the `first` message of a chain of hand-overs is duplicated (each copy starts a chain of its own)."""
+    return {
+        "once": (delay,),
+        "twice": (delay, delay) if first else (delay,),
+        "late": (delay + HANDOVER_LATE_SECONDS,),
+        "early": (0.0,),
+        "lost": (),
+    }[mode or "once"]
+
+
+def _continuation_spec(world: World, name: str, wake_at: datetime) -> ActorSpec:
+    """The invocation a hand-over message starts; one that dies is delivered once more, after the
+    message's visibility timeout."""
+    again = ActorSpec(name + "/2", "worker", continuation_program, (wake_at,), world.worker_skew)
+    return ActorSpec(
+        name, "worker", continuation_program, (wake_at,), world.worker_skew, again, WORKER_SECONDS
+    )
+
+
 def _retry_worker(name: str, retries: int, skew: float, args: tuple[Any, ...]) -> ActorSpec:
     """Lambda retries an asynchronous invocation that failed (about a minute later)."""
     again = _retry_worker(name + "'", retries - 1, skew, args) if retries > 1 else None
@@ -1298,7 +1364,7 @@ class Checker:
     # -- the initial state
     def initial(self) -> Node | None:
         sc = self.scenario
-        world = World(time=at(sc.start), keeper=sc.keeper, worker_skew=sc.worker_skew)
+        world = World(time=at(sc.start), keeper=sc.keeper, worker_skew=sc.worker_skew, handover=sc.handover)
         for task_id, due in sc.queued:
             key, token = (at(due), task_id, f"{task_id}.0"), f"{task_id}.0"
             world.entries[key] = EntryItem(task_id, at(due), token, world.time)
@@ -1657,7 +1723,7 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         return {"jobs": "r"}
     if name == "keeper_done":
         return {"jobs": "w"}
-    return {}  # put_send, invoke, help, run, sleep_until: private, or appends that commute
+    return {}  # put_send, invoke, help, handover, run, sleep_until: private, or appends that commute
 
 
 def _conflict(a: str, b: str) -> bool:

@@ -1,0 +1,55 @@
+"""What the worker's invocation loop reports: a pass's result, what a pass holds, what one
+invocation did."""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from nexttick.store import QueueEntry
+from nexttick.worker.occurrence import Done
+
+
+class PassResult(Enum):
+    """What a pass found: nothing; less than a pool's worth (all of it run); a pool's worth or more,
+    or it stopped early (more may be due at once)."""
+
+    EMPTY = "empty"
+    DRAINED = "drained"
+    FULL = "full"
+
+
+@dataclass
+class RunReport:
+    """What one invocation did (returned by the handler; counts by result)."""
+
+    results: Counter[str] = field(default_factory=Counter)
+    passes: int = 0
+    waited_seconds: float = 0.0
+    handed_over_seconds: int = 0  # the delay of the message this invocation's wait went on in
+    outcome: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "passes": self.passes,
+            "waited_seconds": round(self.waited_seconds, 3),
+            **({"handed_over_seconds": self.handed_over_seconds} if self.handed_over_seconds else {}),
+            **{str(k): v for k, v in sorted(self.results.items())},
+        }
+
+
+@dataclass
+class Held:
+    """What a pass holds: its occurrences in flight, and per shard the last entry it took and the
+    first no later read may start past (one it did not take, or took and left unfinished:
+    abandoned, deferred, another invocation's)."""
+
+    in_flight: dict[Future[Done], QueueEntry] = field(default_factory=dict)
+    taken: dict[int, str] = field(default_factory=dict)
+    left: dict[int, str] = field(default_factory=dict)
+    submitted: int = 0
+    full: bool = False  # a pool's worth or more, or stopped early: more may be due at once

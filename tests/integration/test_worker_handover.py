@@ -1,0 +1,175 @@
+"""The wait hand-over against moto's SQS: a worker that would sleep through a long wait sends one
+delayed message and ends; the invocation that message starts (Lambda's SQS event, as the queue's
+event source mapping delivers it) sleeps the rest and runs the task at its instant. A wait too short
+to be worth a message, or a send that fails, is slept through as before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+import time_machine
+
+from lambdas.worker import handler as worker_handler
+from nexttick.aws import SqsWaitHandover
+from nexttick.config import NextTickSettings, Precision
+from nexttick.constants import WAKE_AHEAD_SECONDS
+from nexttick.worker import WorkerEvent, classify_event, handover_wake_at
+from tests.integration.test_worker_precision import START, invoke
+from tests.support.aws import RecordedRuntime
+from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
+
+WAKE = {"source": "nexttick", "action": "wake", "reason": "due too soon to arm"}
+
+
+@pytest.fixture
+def settings() -> NextTickSettings:
+    return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=8, precision=Precision.SECOND)
+
+
+@pytest.fixture
+def queue_url(resources: NextTickSettings) -> str:
+    sqs = boto3.client("sqs", region_name=resources.region)
+    return str(sqs.create_queue(QueueName="handover")["QueueUrl"])
+
+
+@pytest.fixture
+def env(runtime: RecordedRuntime, queue_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[WorkerEnv]:
+    make_moto_atomic(monkeypatch)
+    with time_machine.travel(START, tick=False) as traveller:
+        env = make_env(runtime, traveller)
+        env.runtime.handover = SqsWaitHandover(boto3.client("sqs", region_name="us-east-1"), queue_url)
+        worker_handler.use(env.runtime, env.registry)
+        yield env
+    monkeypatch.setattr(worker_handler, "_deps", None)
+
+
+def receive(queue_url: str) -> list[dict[str, Any]]:
+    """The messages visible now, as Lambda's SQS event carries them."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    answer = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"])
+    return [
+        {
+            "messageId": m["MessageId"],
+            "body": m["Body"],
+            "eventSource": "aws:sqs",
+            "attributes": m["Attributes"],
+        }
+        for m in answer.get("Messages", [])
+    ]
+
+
+def test_a_long_wait_is_handed_to_a_message_whose_invocation_runs_the_task_on_time(
+    env: WorkerEnv, queue_url: str
+) -> None:
+    # Given a task due in 60 s: too close to arm, so its editor invokes the worker
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=60))
+    assert task.due is not None
+    # When that worker runs
+    report = invoke(env, WAKE)
+    # Then it handed the wait over instead of sleeping: a message delayed to arrive 2 s (the lead)
+    # before its wake, half a second before the task
+    assert report["outcome"] == "handed-over", report
+    assert report["waited_seconds"] == 0
+    lead = env.runtime.settings.handover_lead_seconds
+    assert report["handed_over_seconds"] == int(60 - WAKE_AHEAD_SECONDS - lead)
+    assert RECORDER.calls.get(task.id) is None
+    # And the message is not visible before its delay
+    env.travel_to(START + timedelta(seconds=report["handed_over_seconds"] - 1))
+    assert receive(queue_url) == []
+    # When the queue delivers it, and its invocation runs
+    env.travel_to(START + timedelta(seconds=report["handed_over_seconds"]))
+    records = receive(queue_url)
+    assert len(records) == 1
+    event = {"Records": records}
+    assert classify_event(event) is WorkerEvent.HANDOVER and handover_wake_at(event) == task.due
+    continued = invoke(env, event)
+    # Then the task ran once, at its instant, after a sleep of the last seconds only
+    [call] = RECORDER.calls[task.id]
+    assert call.at == task.due
+    assert continued["event"] == "handover" and continued["succeeded"] == 1, continued
+    assert 0 < continued["waited_seconds"] <= lead + 1
+    # And the rule rests at the epoch with no claim left: nothing else is pending
+    assert env.runtime.rule.current() is None
+    assert env.runtime.store.read_rule_state().waiter_owner is None
+
+
+def test_a_message_delivered_twice_runs_the_task_once(env: WorkerEnv, queue_url: str) -> None:
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=60))
+    report = invoke(env, WAKE)
+    env.travel_to(START + timedelta(seconds=report["handed_over_seconds"]))
+    event = {"Records": receive(queue_url)}
+    # When the same message starts two invocations, one after the other
+    first, second = invoke(env, event), invoke(env, event)
+    # Then the task ran once
+    assert len(RECORDER.calls[task.id]) == 1
+    assert first["succeeded"] == 1 and second.get("succeeded", 0) == 0, (first, second)
+
+
+def test_a_message_delivered_late_still_runs_the_task_at_once(env: WorkerEnv, queue_url: str) -> None:
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=60))
+    assert task.due is not None
+    report = invoke(env, WAKE)
+    assert report["outcome"] == "handed-over"
+    # When the queue delivers 10 s after the task's instant
+    env.travel_to(task.due + timedelta(seconds=10))
+    continued = invoke(env, {"Records": receive(queue_url)})
+    # Then the invocation does not sleep: it runs the task at once
+    [call] = RECORDER.calls[task.id]
+    assert call.at == task.due + timedelta(seconds=10)
+    assert continued["waited_seconds"] == 0
+
+
+def test_a_wait_too_short_for_a_message_is_slept_through(env: WorkerEnv, queue_url: str) -> None:
+    # Given a task due in 3 s: the message would arrive no earlier than the wake
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=3))
+    report = invoke(env, WAKE)
+    # Then the worker slept and ran it, and sent nothing
+    [call] = RECORDER.calls[task.id]
+    assert call.at == task.due
+    assert "handed_over_seconds" not in report and report["waited_seconds"] > 0
+    env.travel_to(START + timedelta(minutes=20))
+    assert receive(queue_url) == []
+
+
+def test_a_send_that_fails_is_slept_through(env: WorkerEnv, queue_url: str) -> None:
+    # Given a hand-over queue that no longer exists
+    boto3.client("sqs", region_name="us-east-1").delete_queue(QueueUrl=queue_url)
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=60))
+    # When the worker waits for the task
+    report = invoke(env, WAKE)
+    # Then it slept through the wait and ran it on time
+    [call] = RECORDER.calls[task.id]
+    assert call.at == task.due
+    assert report["succeeded"] == 1 and "handed_over_seconds" not in report, report
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        json.dumps({"source": "nexttick", "action": "wake"}),
+        json.dumps({"source": "nexttick", "action": "handover", "at": "2030-01-07T09:01:00"}),  # naive
+        json.dumps({"source": "nexttick", "action": "handover", "at": "soon"}),
+        json.dumps({"source": "elsewhere", "action": "handover", "at": "2030-01-07T09:01:00+00:00"}),
+        json.dumps(["handover"]),
+    ],
+)
+def test_a_message_that_is_not_a_hand_over_is_not_taken_for_one(body: str) -> None:
+    event = {"Records": [{"eventSource": "aws:sqs", "body": body}]}
+    assert classify_event(event) is WorkerEvent.UNKNOWN
+
+
+def test_a_batch_of_hand_overs_wakes_for_its_earliest() -> None:
+    def record(at: str) -> dict[str, Any]:
+        return {
+            "eventSource": "aws:sqs",
+            "body": json.dumps({"source": "nexttick", "action": "handover", "at": at}),
+        }
+
+    event = {"Records": [record("2030-01-07T09:01:30+00:00"), record("2030-01-07T09:01:00+00:00")]}
+    assert handover_wake_at(event) == START + timedelta(seconds=30)
