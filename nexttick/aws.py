@@ -43,6 +43,17 @@ ACTION_BOTO_CONFIG = Config(
     connect_timeout=ACTION_CONNECT_SECONDS,
     read_timeout=ACTION_READ_SECONDS,
 )
+# A hand-over's message must arrive before its wake: its send gets tight bounds too, and a wait is
+# handed over only when it outlasts the send's worst case (HANDOVER_SEND_SECONDS) and the lead.
+HANDOVER_ATTEMPTS = 2
+HANDOVER_CONNECT_SECONDS = 1
+HANDOVER_READ_SECONDS = 1
+HANDOVER_SEND_SECONDS = HANDOVER_ATTEMPTS * (HANDOVER_CONNECT_SECONDS + HANDOVER_READ_SECONDS) + 1
+HANDOVER_BOTO_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": HANDOVER_ATTEMPTS},
+    connect_timeout=HANDOVER_CONNECT_SECONDS,
+    read_timeout=HANDOVER_READ_SECONDS,
+)
 # A boto3 session (what a library user holds) or a botocore one (what the runtime makes).
 AwsSession: TypeAlias = "boto3.Session | botocore.session.Session"
 

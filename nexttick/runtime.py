@@ -10,6 +10,7 @@ from typing import Protocol
 import botocore.session
 
 from nexttick.aws import (
+    HANDOVER_BOTO_CONFIG,
     AwsSession,
     EventBridgeRule,
     LambdaWorkerTrigger,
@@ -78,7 +79,10 @@ class Runtime:
             stale_after=timedelta(seconds=settings.stale_after_seconds),
         )
         handover = (
-            SqsWaitHandover(make_client("sqs", settings, session), settings.handover_queue_url)
+            SqsWaitHandover(
+                make_client("sqs", settings, session, config=HANDOVER_BOTO_CONFIG),
+                settings.handover_queue_url,
+            )
             if settings.handover_queue_url
             else None
         )

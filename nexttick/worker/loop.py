@@ -35,6 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from nexttick import constants
 from nexttick.actions import ActionRegistry
+from nexttick.aws import HANDOVER_SEND_SECONDS
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
 from nexttick.rulearm import Outcome
 from nexttick.rulehead import DueShards, key_after, read_starts
@@ -168,6 +169,8 @@ class Worker:
             wait_seconds = max(MIN_WAIT_SECONDS, self.sharing.seconds_until_yield_ends())
         elif self._hand_over(head, wait_seconds):
             return self._finish("handed-over", "the wait goes on in the invocation its message starts")
+        elif self.runtime.handover is not None:  # what is left after a send that did not hand over
+            wait_seconds = max((head - self.wake_ahead - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
         self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
         return None
 
@@ -298,15 +301,22 @@ class Worker:
     def _hand_over(self, head: datetime, wait_seconds: float) -> bool:
         """Hand a long wait to a delayed message instead of sleeping through it: the invocation its
         delivery starts sleeps the last `handover_lead_seconds` and runs the head. Our claim stays
-        (its backstop too), so editors rely on it as on a sleeper. A send that fails is slept through."""
+        (its backstop too), so editors rely on it as on a sleeper. A wait shorter than the send's
+        worst case plus the lead is slept through, as is one whose send failed, or took so long that
+        its message may arrive after the wake (its invocation then finds the head run)."""
         lead = self.settings.handover_lead_seconds
-        if self.runtime.handover is None or wait_seconds < lead + 1:
+        if self.runtime.handover is None or wait_seconds < lead + HANDOVER_SEND_SECONDS:
             return False
         delay = min(int(wait_seconds - lead), constants.MAX_HANDOVER_DELAY_SECONDS)
+        sending = self.clock.now()
         try:
             self.runtime.handover.send(delay, head)
         except (BotoCoreError, ClientError):
             logger.warning("could not hand the wait over: sleeping through it", exc_info=True)
+            return False
+        took = (self.clock.now() - sending).total_seconds()
+        if took > lead / 2:
+            logger.warning("the hand-over's send was slow: sleeping through the wait", extra={"send_s": took})
             return False
         self.report.handed_over_seconds = delay
         return True

@@ -124,9 +124,38 @@ def test_a_message_delivered_late_still_runs_the_task_at_once(env: WorkerEnv, qu
     assert continued["waited_seconds"] == 0
 
 
-def test_a_wait_too_short_for_a_message_is_slept_through(env: WorkerEnv, queue_url: str) -> None:
-    # Given a task due in 3 s: the message would arrive no earlier than the wake
-    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=3))
+def test_a_send_slow_enough_to_arrive_after_the_wake_is_slept_through_as_well(
+    env: WorkerEnv, queue_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a send that returns 1.5 s after it started (retried, say): its message may come late
+    handover = env.runtime.handover
+    send = handover.send
+
+    def slow_send(delay_seconds: int, wake_at: Any) -> None:
+        send(delay_seconds, wake_at)
+        env.travel_to(env.now() + timedelta(seconds=1.5))
+
+    monkeypatch.setattr(handover, "send", slow_send)
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=60))
+    # When the worker waits for the task
+    report = invoke(env, WAKE)
+    # Then it did not rely on the message: it slept through the wait and ran the task on time
+    [call] = RECORDER.calls[task.id]
+    assert call.at == task.due
+    assert report["succeeded"] == 1 and "handed_over_seconds" not in report, report
+    # And the message, delivered later, starts an invocation that finds nothing left to run
+    env.travel_to(START + timedelta(minutes=2))
+    late = invoke(env, {"Records": receive(queue_url)})
+    assert late["event"] == "handover" and late.get("succeeded", 0) == 0, late
+    assert len(RECORDER.calls[task.id]) == 1
+
+
+@pytest.mark.parametrize("seconds", [3, 6])
+def test_a_wait_shorter_than_the_sends_worst_case_is_slept_through(
+    env: WorkerEnv, queue_url: str, seconds: int
+) -> None:
+    # Given a task due in a few seconds: the send could take longer than the wait leaves
+    task = env.editor.schedule_at("record", env.now() + timedelta(seconds=seconds))
     report = invoke(env, WAKE)
     # Then the worker slept and ran it, and sent nothing
     [call] = RECORDER.calls[task.id]
