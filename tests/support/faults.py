@@ -11,9 +11,11 @@
 * `World` is moto with the table's stream on, one container (runtime, injector, its own copy of
   the handler module) per actor, and the AWS machinery a recovery needs: Lambda's asynchronous
   invokes with its two retries (`LambdaService`), EventBridge firing the rule within its minute
-  (`EventBridge`, fed by every PutRule moto applies), and the keeper's stream trigger with its
-  retries (`StreamFeed`). `settle()` and `drive(until)` run it one event at a time on a `SimClock`;
-  the soak (tests/soak.py) also runs it concurrently in threads.
+  (`EventBridge`, fed by every PutRule moto applies), the keeper's stream trigger with its
+  retries (`StreamFeed`), and the hand-over queue's trigger (every hand-over message moto accepts
+  starts a worker invocation when its delay ends; one that fails comes back after the visibility
+  timeout, as the queue redelivers it). `settle()` and `drive(until)` run it one event at a time
+  on a `SimClock`; the soak (tests/soak.py) also runs it concurrently in threads.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 
-from nexttick.aws import LambdaWorkerTrigger, parse_rule_minute
+from nexttick.aws import LambdaWorkerTrigger, SqsWaitHandover, parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION, WORKER_EVENT_SOURCE, WORKER_EVENT_SYNC
 from nexttick.runtime import Runtime
@@ -73,11 +75,13 @@ _THROTTLE = {
     "dynamodb": ("ProvisionedThroughputExceededException", 400),
     "events": ("ThrottlingException", 400),
     "lambda": ("TooManyRequestsException", 429),
+    "sqs": ("RequestThrottled", 400),
 }
 _SERVER_ERROR = {
     "dynamodb": ("InternalServerError", 500),
     "events": ("InternalException", 500),
     "lambda": ("ServiceException", 500),
+    "sqs": ("InternalFailure", 500),
 }
 _FAILS_CALL = {Kind.THROTTLE: _THROTTLE, Kind.SERVER_ERROR: _SERVER_ERROR}
 _FAILS_ATTEMPT = {Kind.THROTTLE_RETRIED: _THROTTLE, Kind.SERVER_ERROR_RETRIED: _SERVER_ERROR}
@@ -245,9 +249,15 @@ class Injector:
     def attach_runtime(self, runtime: Runtime) -> Injector:
         trigger = runtime.trigger
         assert isinstance(trigger, LambdaWorkerTrigger), "a container's worker trigger is the real invoke"
-        return self.attach(
-            runtime.store.models.task._get_connection().connection.client, runtime.rule.client, trigger.client
-        )
+        handover = runtime.handover
+        clients = [
+            runtime.store.models.task._get_connection().connection.client,
+            runtime.rule.client,
+            trigger.client,
+        ]
+        if isinstance(handover, SqsWaitHandover):
+            clients.append(handover.client)
+        return self.attach(*clients)
 
     def begin(self, plan: Plan = NO_FAULTS, *, deadline: datetime | None = None) -> None:
         with self._lock:
@@ -453,6 +463,7 @@ _STUBBER_LOCK = threading.Lock()
 # attempt the injector answers with an error is marked here so that the patched moto skips it (a
 # moto server never sees it: botocore does not send a request that a handler answered).
 _UNSENT = threading.local()
+HANDOVER_ORIGIN = "handover"
 _INVOKE_PATH = re.compile(r"/2015-03-31/functions/(?P<name>[^/]+)/invocations")
 _DYNAMO_WRITES = frozenset(
     f"DynamoDB_20120810.{op}" for op in ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
@@ -708,7 +719,8 @@ class LambdaService:
         context = FakeContext(clock, self.timeout_seconds, function_name=self.world.settings.worker_function)
         last = invocation.attempt > len(self.RETRY_DELAYS)
         container.injector.begin(
-            self.world.plan_for("worker", invocation.attempt, last), deadline=context.deadline
+            self.world.plan_for("worker", invocation.attempt, last, invocation.origin),
+            deadline=context.deadline,
         )
         outcome = InvocationResult(
             invocation, container.name, "ok", started=clock.now(), deadline=context.deadline
@@ -735,6 +747,8 @@ class LambdaService:
         if outcome.outcome != "ok":
             if invocation.attempt <= len(self.RETRY_DELAYS):
                 delay = self.RETRY_DELAYS[invocation.attempt - 1]
+                if invocation.origin == HANDOVER_ORIGIN:  # back in the queue when its visibility times out
+                    delay = timedelta(seconds=self.timeout_seconds)
                 self.enqueue(invocation.event, "retry", outcome.finished + delay, invocation.attempt + 1)
             else:
                 with self.cond:
@@ -882,6 +896,8 @@ class World:
             self, timeout_seconds=self.worker_timeout_seconds, concurrency=self.worker_concurrency
         )
         create_resources(self.settings)
+        queue = self.session.client("sqs").create_queue(QueueName=f"{self.settings.worker_function}-handover")
+        self.settings = self.settings.model_copy(update={"handover_queue_url": queue["QueueUrl"]})
         self.observer = Runtime.build(self.settings, session=self.session, clock=self.clock)
         if self.with_keeper:
             self.stream = StreamFeed(self, self.container("keeper", "keeper"))
@@ -914,12 +930,14 @@ class World:
 
     # ------------------------------------------------------------------ faults
     def script_next(self, role: str, plan: Plan) -> None:
-        """The next invocation of `role` (worker, keeper) runs with `plan`; later ones as `plans` says."""
+        """The next invocation of `role` (worker, keeper, or a worker's invocation of one origin:
+        `handover`) runs with `plan`; later ones as `plans` says."""
         self._scripted[role].append(plan)
 
-    def plan_for(self, role: str, attempt: int, last: bool) -> Plan:
-        if self._scripted[role]:
-            return self._scripted[role].pop(0)
+    def plan_for(self, role: str, attempt: int, last: bool, origin: str = "") -> Plan:
+        for scripted in (origin, role):
+            if self._scripted[scripted]:
+                return self._scripted[scripted].pop(0)
         return self.plans(role, attempt, last)
 
     def injected(self) -> Counter[str]:
@@ -936,6 +954,17 @@ class World:
             body = json.loads(_body(request) or b"{}")
             if body.get("Name") == self.settings.rule_name:
                 self.eventbridge.on_put(body.get("ScheduleExpression", EPOCH_EXPRESSION), self.clock.now())
+            return
+        if target == "AmazonSQS.SendMessage":
+            body = json.loads(_body(request) or b"{}")
+            if body.get("QueueUrl") == self.settings.handover_queue_url:
+                message = {
+                    "eventSource": "aws:sqs",
+                    "messageId": uuid.uuid4().hex,
+                    "body": body["MessageBody"],
+                }
+                delay = timedelta(seconds=int(body.get("DelaySeconds", 0)) + 0.1)
+                self.lambda_.enqueue({"Records": [message]}, HANDOVER_ORIGIN, self.clock.now() + delay)
             return
         if target in _DYNAMO_WRITES:
             if self.stream is not None:
