@@ -56,9 +56,9 @@ class NextTickSettings(BaseSettings):
     lambda_endpoint_url: str | None = Field(default=None, alias="NEXTTICK_LAMBDA_ENDPOINT_URL")
     # The SQS queue a waiting worker hands its wait to (unset: it sleeps the whole wait itself).
     handover_queue_url: str | None = Field(default=None, alias="NEXTTICK_HANDOVER_QUEUE_URL")
-    # A handed-over wait's message arrives this long before the wake (SQS delays whole seconds, and
-    # its delivery adds a little).
-    handover_lead_seconds: float = Field(default=2.0, ge=0.5, le=30.0)
+    # A handed-over wait's message arrives this long before the wake, give or take half a second (SQS
+    # delays whole seconds), so its delivery may take that long; every second of it is slept.
+    handover_lead_seconds: float = Field(default=1.0, ge=0.5, le=30.0)
     queue_shards: QueueShards = constants.DEFAULT_QUEUE_SHARDS
     precision: Precision = Precision.SECOND
     # Worst-case EventBridge delivery delay we arm ahead for, in `second` mode.

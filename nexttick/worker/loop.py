@@ -307,7 +307,7 @@ class Worker:
         lead = self.settings.handover_lead_seconds
         if self.runtime.handover is None or wait_seconds < lead + HANDOVER_SEND_SECONDS:
             return False
-        delay = min(int(wait_seconds - lead), constants.MAX_HANDOVER_DELAY_SECONDS)
+        delay = min(int(wait_seconds - lead + 0.5), constants.MAX_HANDOVER_DELAY_SECONDS)  # rounded
         sending = self.clock.now()
         try:
             self.runtime.handover.send(delay, head)

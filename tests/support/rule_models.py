@@ -861,7 +861,7 @@ class _Settings:
     lease_seconds: int = 60
     retention_days: int = 7
     max_invocations: int = 1
-    handover_lead_seconds: float = 2.0
+    handover_lead_seconds: float = 1.0
 
 
 @dataclass(frozen=True)
