@@ -2,9 +2,14 @@
 EventBridge Scheduler bills for the same invocations. Arithmetic only: the usage comes from what
 bench/monthly.py measured, the prices from bench/lifecycle.py, the deployment's sizes from infra/.
 
-The month is 30 days. nexttick's terms are list prices, without the free tiers of Lambda, DynamoDB
-or CloudWatch (they are the account's, shared with whatever else it runs); EventBridge Scheduler's
-bill is shown with its free tier and without.
+The month is 30 days. nexttick's terms are list prices, without the free tiers of Lambda, DynamoDB,
+CloudWatch or SQS (they are the account's, shared with whatever else it runs); EventBridge
+Scheduler's bill is shown with its free tier and without, and so is the SQS term.
+
+The waiting is not a term of the totals but a share of two of them, the worker Lambda's and SQS's:
+the worker's billed time beyond its own work (its sleeps, in the invocation that waits and in the
+one a hand-over starts) and the requests of the invocations hand-overs start, plus the whole SQS
+term (the queue serves only the hand-over), so the month's cost of waiting reads as one figure.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from bench.lifecycle import (
     PRICE_PITR_GB_MONTH,
     PRICE_RCU_HOUR,
     PRICE_RRU,
+    PRICE_SQS_REQUEST,
     PRICE_STORAGE_GB_MONTH,
     PRICE_WCU_HOUR,
     PRICE_WRU,
+    SQS_FREE_PER_MONTH,
 )
 
 MONTH_DAYS = 30
@@ -77,6 +84,8 @@ class Usage:
     phases_per_month: float
     worker_invocations: float
     worker_seconds: float
+    worker_idle_seconds: float  # of worker_seconds, those it did no work of its own in
+    handover_invocations: float  # of worker_invocations, those a hand-over message started
     keeper_invocations: float
     keeper_seconds: float
     api_invocations: float
@@ -85,6 +94,12 @@ class Usage:
     metric_hours: dict[str, float]
     stored_bytes_per_task: float
     eventbridge_calls: float  # PutRule calls and the rule's scheduled events
+    sqs_requests: float  # billed: the hand-over's messages, and its mapping's polls
+
+
+def lambda_usd(invocations: float, seconds: float, memory_mb: int, gb_s_price: float) -> float:
+    """What Lambda bills for `invocations` of a function of `memory_mb` lasting `seconds` in all."""
+    return invocations * PRICE_LAMBDA_REQUEST + seconds * memory_mb / 1024 * gb_s_price
 
 
 def lambda_seconds(seconds: float) -> float:
@@ -129,11 +144,18 @@ def scheduler(tasks: float, free: bool = True) -> float:
     return billed / 1e6 * EVENTBRIDGE_SCHEDULER_PER_MILLION
 
 
+def sqs(requests: float, free: bool = False) -> float:
+    """SQS's month for `requests` billed requests (within its free tier, or at list price)."""
+    billed = max(0.0, requests - SQS_FREE_PER_MONTH) if free else requests
+    return billed * PRICE_SQS_REQUEST
+
+
 def bill(usage: Usage, deployment: Deployment) -> dict[str, float]:
-    """Each term of the month (USD), the totals, and EventBridge Scheduler's bill."""
+    """Each term of the month (USD), the totals, the waiting's share of them, and EventBridge
+    Scheduler's bill."""
 
     def function(invocations: float, seconds: float, memory_mb: int) -> float:
-        return invocations * PRICE_LAMBDA_REQUEST + seconds * memory_mb / 1024 * deployment.gb_s_price
+        return lambda_usd(invocations, seconds, memory_mb, deployment.gb_s_price)
 
     stored_gb = usage.tasks * usage.stored_bytes_per_task * deployment.retention_days / MONTH_DAYS / GB
     terms = {
@@ -149,6 +171,7 @@ def bill(usage: Usage, deployment: Deployment) -> dict[str, float]:
         "lambda_api": function(usage.api_invocations, usage.api_seconds, deployment.api_memory_mb),
         "api_gateway": usage.api_invocations * PRICE_API_REQUEST,
         "eventbridge": usage.eventbridge_calls * EVENTBRIDGE_RULE_USD_PER_MILLION / 1e6,
+        "sqs": sqs(usage.sqs_requests),
         "cloudwatch_logs": usage.log_bytes / GB * PRICE_LOGS_INGESTED_GB,
         "cloudwatch_metrics": sum(min(h, MONTH_HOURS) for h in usage.metric_hours.values())
         / MONTH_HOURS
@@ -165,6 +188,11 @@ def bill(usage: Usage, deployment: Deployment) -> dict[str, float]:
         + terms["cloudwatch_alarms_dashboards"],
         "total_on_demand": terms["dynamodb_on_demand"] + shared,
         "total_provisioned": terms["dynamodb_provisioned"] + shared,
+        "waiting": function(
+            usage.handover_invocations, usage.worker_idle_seconds, deployment.worker_memory_mb
+        )
+        + terms["sqs"],
+        "sqs_within_free_tier": sqs(usage.sqs_requests, free=True),
         "scheduler": scheduler(usage.tasks),
         "scheduler_without_free_tier": scheduler(usage.tasks, free=False),
     }

@@ -1,4 +1,4 @@
-"""results.json's issue keys (backlog, lateness, burst, fanout, cost, monthly, local_load,
+"""results.json's issue keys (backlog, lateness, burst, fanout, cost, monthly, waiting, local_load,
 cold_start, idle) from each section's own figures, always in full: a figure no section measured is
 null (a list, empty), and the report says why."""
 
@@ -20,12 +20,15 @@ from bench.results import (
     LatenessMode,
     LocalLoad,
     MonthlyRow,
+    Waiting,
 )
 
 # EventBridge bills nothing for the rule: its scheduled events are AWS-service events on the
 # default bus (free), and PutRule is a control-plane call (free). Kept as a term so the all-in cost
 # says so.
 EVENTBRIDGE_RULE_USD_PER_MILLION = 0.0
+# The load whose waiting per million tasks the issue bounds (bench/monthly.py's name for it).
+PER_MINUTE_LOAD = "1/minute"
 
 Section = dict[str, Any]
 
@@ -162,10 +165,28 @@ def _monthly(section: Section | None) -> list[MonthlyRow]:
             "usd_on_demand": row["usd"]["total_on_demand"],
             "usd_provisioned": row["usd"]["total_provisioned"],
             "usd_eventbridge_scheduler": row["usd"]["scheduler"],
+            "usd_waiting": row["usd"].get("waiting"),
             "cheaper": row["cheaper"],
         }
         for row in (section or {}).get("rows") or []
     ]
+
+
+def _waiting(section: Section | None) -> Waiting:
+    rows = [
+        r for r in (section or {}).get("rows") or [] if r["precision"] == "second" and "waiting" in r["usd"]
+    ]
+    by_load = {r["load"]: r["usd"]["waiting"] for r in rows}
+    per_minute = next((r for r in rows if r["load"] == PER_MINUTE_LOAD), None)
+    return {
+        "second_usd_per_month": by_load,
+        "second_usd_per_month_max": max(by_load.values(), default=None),
+        "second_usd_per_million_1_per_minute": (
+            round(per_minute["usd"]["waiting"] / per_minute["tasks_per_month"] * 1e6, 2)
+            if per_minute
+            else None
+        ),
+    }
 
 
 def _local_load(load: Section | None, listing: Section | None) -> LocalLoad:
@@ -199,6 +220,7 @@ def derive(detail: Section) -> Derived:
         "fanout": _fanout(detail.get("fanout")),
         "cost": _cost(detail.get("lifecycle")),
         "monthly": _monthly(detail.get("monthly")),
+        "waiting": _waiting(detail.get("monthly")),
         "local_load": _local_load(detail.get("local_load"), detail.get("listing")),
         "cold_start": _cold_start(detail.get("cold_start")),
         "idle": _idle(detail.get("lateness")),

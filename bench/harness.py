@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+import boto3
 from moto import mock_aws
 
 from local.motopatches import lighten_dynamodb
@@ -28,15 +29,20 @@ ACTIONS = {
     # A delivery that prints nothing at the deployed log level: a bill counts nexttick's own lines.
     "silent": {"type": "log", "level": "DEBUG"},
 }
+HANDOVER_QUEUE = "nexttick-handover"
 
 
 @contextlib.contextmanager
-def emulated_aws(*, clock: Clock = SYSTEM_CLOCK, **overrides: Any) -> Iterator[Runtime]:
+def emulated_aws(
+    *, clock: Clock = SYSTEM_CLOCK, handover_visibility_s: int | None = None, **overrides: Any
+) -> Iterator[Runtime]:
     """moto in-process with the table, the rule and a worker function; yields a Runtime on `clock`
     (settings from `overrides`). One
     invocation per measurement (no fan-out: its helpers would need the function to run). moto's
     DynamoDB is lightened as the local stack's is (`lighten_dynamodb`: a Query reads only its
-    partition, item answers skip moto's generic serializer), so a figure is the local stack's."""
+    partition, item answers skip moto's generic serializer), so a figure is the local stack's.
+    `handover_visibility_s`: the visibility timeout of a wait hand-over queue to create, whose URL
+    the settings carry (NEXTTICK_HANDOVER_QUEUE_URL), so the Runtime hands its waits to it."""
     lighten_dynamodb()
     os.environ.update(
         EMULATOR_CREDENTIALS,
@@ -49,6 +55,12 @@ def emulated_aws(*, clock: Clock = SYSTEM_CLOCK, **overrides: Any) -> Iterator[R
     with mock_aws(config={"lambda": {"use_docker": False}}):
         settings = NextTickSettings(actions_config=ACTIONS, **{"max_invocations": 1, **overrides})
         create_resources(settings)
+        if handover_visibility_s is not None:
+            sqs = boto3.client("sqs", region_name=settings.region)
+            url = sqs.create_queue(
+                QueueName=HANDOVER_QUEUE, Attributes={"VisibilityTimeout": str(handover_visibility_s)}
+            )["QueueUrl"]
+            settings = settings.model_copy(update={"handover_queue_url": url})
         yield Runtime.build(settings, clock=clock)
 
 

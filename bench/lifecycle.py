@@ -33,6 +33,10 @@ EVENTBRIDGE_SCHEDULER_FREE_PER_MONTH = 14_000_000
 # DynamoDB per GB-month: table storage (standard class) and continuous backups (point-in-time recovery).
 PRICE_STORAGE_GB_MONTH = 0.25
 PRICE_PITR_GB_MONTH = 0.20
+# SQS standard queue per request (a request per 64 KB chunk of its payload); its free tier: requests
+# per month, per account.
+PRICE_SQS_REQUEST = 0.40 / 1e6
+SQS_FREE_PER_MONTH = 1_000_000
 # API Gateway REST API per request (the first 333 million a month).
 PRICE_API_REQUEST = 3.50 / 1e6
 # CloudWatch: Logs ingestion per GB (standard log class); custom metrics per metric-month (the first

@@ -165,6 +165,22 @@ def usd_measured(results: Results) -> str:
     )
 
 
+def waiting_measured(results: Results) -> str:
+    """The most a month of `second` precision's waiting costs over the loads, and at which."""
+    w = results.get("waiting") or {}
+    by_load = w.get("second_usd_per_month") or {}
+    if not by_load:
+        return "—"
+    busiest = max(by_load, key=by_load.__getitem__)
+    least = min(by_load, key=by_load.__getitem__)
+    return f"${by_load[busiest]:,.2f} a month at {busiest} (${by_load[least]:,.2f} at {least})"
+
+
+def waiting_per_million_measured(results: Results) -> str:
+    value = (results.get("waiting") or {}).get("second_usd_per_million_1_per_minute")
+    return "—" if value is None else f"${value:,.2f} per million"
+
+
 def idle_measured(results: Results) -> str:
     return number(results["idle"]["cpu_percent"], " %")
 

@@ -13,7 +13,8 @@ API, keeper and worker handlers, time-machine): 1/day as isolated tasks, each al
 STEADY_AHEAD before it is due through the API; the burst scaled down, created through the API at
 the API stage's throttle rate. The window's figures are scaled to the 30-day month: per task (DynamoDB
 units, creates, keeper batches, log bytes, the worker's CPU) by tasks, per wake (a worker invocation,
-its waits, custom metrics' hours) by wakes; bench/bill.py prices them.
+its waits, a hand-over's messages, custom metrics' hours) by wakes; the hand-over queue's pollers
+poll all month whatever the load. bench/bill.py prices them.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from bench.bill import (
     cpu_seconds,
     provisioned,
 )
+from bench.handover import idle_receives
 from bench.lifecycle import PRICE_LAMBDA_GB_S
-from bench.sparse import CREATE_AHEAD, START, isolated_tasks, request_seconds, worker_seconds
+from bench.sparse import CREATE_AHEAD, START, idle_seconds, isolated_tasks, request_seconds, worker_seconds
 from bench.timeline import Measured, Plan, follow
 from infra import names, synth_template
 from infra.config import InfraConfig
@@ -176,6 +178,9 @@ def usage(load: Load, window: Window, measured: Measured, deployed: Deployment) 
         phases_per_month=1 if steady else window.per_month,
         worker_invocations=len(worker) * per_period,
         worker_seconds=sum(worker) * per_period,
+        worker_idle_seconds=sum(idle_seconds(r, deployed.worker_memory_mb, grown) for r in measured.worker)
+        * per_period,
+        handover_invocations=measured.handovers * per_period,
         keeper_invocations=len(keeper) * per_task,
         keeper_seconds=sum(keeper) * per_task,
         api_invocations=len(api) * per_task,
@@ -184,6 +189,7 @@ def usage(load: Load, window: Window, measured: Measured, deployed: Deployment) 
         metric_hours={m: marks * per_period for m, marks in measured.metric_marks.items()},
         stored_bytes_per_task=measured.stored_bytes_per_task,
         eventbridge_calls=putrule + rule_firings,
+        sqs_requests=sum(measured.sqs_requests.values()) * per_period + idle_receives(MONTH_SECONDS),
     )
 
 
@@ -245,6 +251,9 @@ def row(load: Load, precision: Precision, quick: bool, deployed: Deployment) -> 
             "putrule_per_task": round(sum(a.requests["PutRule"] for a in accounts) / window.tasks, 3),
             "wakes_per_month": round(month.worker_invocations, 1),
             "worker_s_per_wake": round(month.worker_seconds / max(month.worker_invocations, 1e-9), 2),
+            "idle_s_per_wake": round(month.worker_idle_seconds / max(month.worker_invocations, 1e-9), 2),
+            "handovers_per_month": round(month.handover_invocations, 1),
+            "sqs_requests_per_month": round(month.sqs_requests),
             "worker_cpu_ms_per_task": round(1000 * sum(r.cpu_s for r in measured.worker) / window.tasks, 2),
             "keeper_invocations_per_task": round(month.keeper_invocations / month.tasks, 3),
             "keeper_ms_per_invocation": _mean_ms(month.keeper_seconds, month.keeper_invocations),

@@ -1,6 +1,7 @@
 """bench/REPORT.md's "Monthly bill" section (bench/monthly.py's figures): the bill of each load and
-precision beside EventBridge Scheduler's, the measured inputs it comes from, and for each load a
-sentence, written from the figures, saying where nexttick is the cheaper and where it is not."""
+precision beside EventBridge Scheduler's, the waiting's share of it, the measured inputs it comes
+from, and for each load a sentence, written from the figures, saying where nexttick is the cheaper
+and where it is not."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from bench.bill import BURST_CREDIT_SECONDS
 from bench.fanout import MB_PER_VCPU
-from bench.lifecycle import EVENTBRIDGE_SCHEDULER_FREE_PER_MONTH
+from bench.handover import LONG_POLL_SECONDS, MAPPING_POLLERS, POLL_DELAY
+from bench.lifecycle import EVENTBRIDGE_SCHEDULER_FREE_PER_MONTH, SQS_FREE_PER_MONTH
 from bench.markdown import table
 from bench.monthly import STEADY_AHEAD
 from bench.results import Results
@@ -22,8 +24,10 @@ BILL_COLUMNS = {
     "api_gateway": "API Gateway",
     "cloudwatch": "CloudWatch",
     "eventbridge": "EventBridge",
+    "sqs": "SQS",
     "total_on_demand": "total on demand",
     "total_provisioned": "total provisioned",
+    "waiting": "of which waiting",
     "scheduler": "EventBridge Scheduler",
 }
 INPUT_COLUMNS = [
@@ -31,6 +35,8 @@ INPUT_COLUMNS = [
     "wru_per_task",
     "wakes_per_month",
     "worker_s_per_wake",
+    "idle_s_per_wake",
+    "handovers_per_month",
     "worker_cpu_ms_per_task",
     "keeper_invocations_per_task",
     "keeper_ms_per_invocation",
@@ -51,6 +57,7 @@ TERMS = {
     "lambda_keeper": "the keeper Lambda",
     "lambda_api": "the API Lambda",
     "api_gateway": "API Gateway",
+    "sqs": "SQS",
     "cloudwatch_logs": "CloudWatch Logs",
     "cloudwatch_metrics": "the custom metrics",
     "cloudwatch_alarms_dashboards": "the alarms and the dashboard",
@@ -71,7 +78,11 @@ def monthly_section(results: Results, head: str) -> str:
         {
             "load": r["load"],
             "precision": r["precision"],
-            **{title: dollars(r["usd"][key]) for key, title in BILL_COLUMNS.items()},
+            # (results from before the hand-over was billed have no SQS term and no waiting)
+            **{
+                title: dollars(r["usd"][key]) if key in r["usd"] else "—"
+                for key, title in BILL_COLUMNS.items()
+            },
             "cheaper": r["cheaper"],
         }
         for r in rows
@@ -86,7 +97,8 @@ def monthly_section(results: Results, head: str) -> str:
         f"tier of {EVENTBRIDGE_SCHEDULER_FREE_PER_MONTH:,} a month. Each load ran as a window of itself in "
         "simulated time (bench/timeline.py): the real API, keeper and worker handlers against moto, the "
         f"keeper fed from the table's stream as Lambda polls it ({POLLS_PER_SECOND} times a second), every "
-        "worker invocation the rule (firing at the start of its minute) or an invoke starts. 1/day: tasks "
+        "worker invocation the rule (firing at the start of its minute), an invoke or a wait hand-over's "
+        "message starts. 1/day: tasks "
         "each alone in the queue; 1/minute, 1/second, 100/second: a stretch of steady state, each task "
         f"created through the API {STEADY_AHEAD.total_seconds() / 60:g} minutes before it is due; the "
         "burst: scaled down, created at the API stage's "
@@ -111,13 +123,25 @@ def monthly_section(results: Results, head: str) -> str:
         "longer; a keeper batch or a create, its requests' round trips (latency model) plus its own CPU "
         "at its share. Own CPU: this process's, less the emulator's and the bench's; in-process, a "
         "request's HTTP exchange is not in it. API Gateway: one REST request per create. EventBridge: "
-        "the rule's scheduled events and PutRule cost nothing. CloudWatch: the bytes the functions "
+        "the rule's scheduled events and PutRule cost nothing. SQS (standard queue, the wait "
+        "hand-over's): a worker that would sleep through a wait of more than a few seconds hands it to a "
+        "delayed message instead and ends; the queue's event source "
+        "mapping receives the message when its delay has passed "
+        f"(+{POLL_DELAY.total_seconds():g} s, the bench's figure), invokes the worker with it (an "
+        "invocation counted in the worker's; it sleeps the last seconds and runs the task) and deletes "
+        "it: a send, a receive and a delete per message, a request per 64 KB of payload; and the "
+        f"mapping's pollers at rest, {MAPPING_POLLERS} long polls of {LONG_POLL_SECONDS} s at once all "
+        f"month whatever the load. SQS's free tier ({SQS_FREE_PER_MONTH:,} requests a month) is not "
+        "counted. The waiting (a share of the totals, not a term): the worker's billed time beyond its "
+        "own work (its sleeps, less the work it would do during them), the requests of the invocations "
+        "a hand-over starts, and the SQS term. CloudWatch: the bytes the functions "
         "print at the deployed log level (their JSON lines and their EMF metrics) and Lambda's START, "
         "END and REPORT lines, at the ingestion price; each custom metric (name and dimension values) "
         f"the EMF lines publish, prorated by the hours it is published in; {d['alarms']} alarms and "
         f"{d['dashboards']} dashboard, as the stack's template has them. No free tier of nexttick's "
         "services is counted (they are the account's); cold starts' initialisation is not counted.\n"
-        + "\nThe measured inputs (per task unless named; `peak_wcu`: the write capacity the busiest phase "
+        + "\nThe measured inputs (per task unless named; `idle_s_per_wake`: of `worker_s_per_wake`, the "
+        "billed time without work of its own; `peak_wcu`: the write capacity the busiest phase "
         "needs provisioned; `deferred_starts`: worker invocations that started later than on AWS, "
         "because the bench runs invocations one at a time):\n\n"
         + table(inputs, ["load", "precision", *INPUT_COLUMNS])
@@ -140,7 +164,7 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
             verdict = "EventBridge Scheduler is cheaper in both precisions"
         totals = ", ".join(f"{_best(r)} in `{r['precision']}`" for r in mine)
         usd = mine[0]["usd"]
-        largest = max(TERMS, key=lambda term: max(r["usd"][term] for r in mine))
+        largest = max(TERMS, key=lambda term: max(r["usd"].get(term, 0.0) for r in mine))
         notes = [r["notes"] for r in mine]
         if all(n == notes[0] for n in notes):
             beyond = "; ".join(notes[0])

@@ -75,9 +75,10 @@ def not_measured(results: Results) -> list[str]:
         "Cost: the per-million figures count DynamoDB, the worker Lambda and EventBridge (the all-in "
         "figure's worker duration is a model, ~70 s per wake-up in `second` mode; the sparse rows as "
         "billed measure it in simulated time); the monthly bill adds the keeper and API Lambdas, API "
-        "Gateway, storage with its backups and CloudWatch. In none of them: DynamoDB Streams (free to a "
-        "Lambda trigger), X-Ray (only with `tracing`), KMS (only with `alarm_email`), the log groups' "
-        "storage, data transfer, cold starts' initialisation, and the free tiers of nexttick's services.",
+        "Gateway, the wait hand-over's SQS, storage with its backups and CloudWatch. In none of them: "
+        "DynamoDB Streams (free to a Lambda trigger), X-Ray (only with `tracing`), KMS (only with "
+        "`alarm_email`), the log groups' storage, data transfer, cold starts' initialisation, and the "
+        "free tiers of nexttick's services.",
     ]
     return out
 

@@ -95,7 +95,8 @@ class Cost(TypedDict):
 
 
 class MonthlyRow(TypedDict):
-    """One load in one precision: nexttick's month (USD) beside EventBridge Scheduler's."""
+    """One load in one precision: nexttick's month (USD) beside EventBridge Scheduler's, and the
+    waiting's share of nexttick's (null in results from before the hand-over was billed)."""
 
     load: str
     precision: str
@@ -103,7 +104,17 @@ class MonthlyRow(TypedDict):
     usd_on_demand: float
     usd_provisioned: float
     usd_eventbridge_scheduler: float
+    usd_waiting: float | None
     cheaper: str
+
+
+class Waiting(TypedDict):
+    """What `second` precision's waiting costs (bench/bill.py): a month of each load, the most of
+    them, and per million tasks at 1/minute."""
+
+    second_usd_per_month: dict[str, float]  # load -> USD
+    second_usd_per_month_max: float | None
+    second_usd_per_million_1_per_minute: float | None
 
 
 class LocalLoad(TypedDict):
@@ -133,6 +144,7 @@ class Derived(TypedDict):
     fanout: Fanout
     cost: Cost
     monthly: list[MonthlyRow]
+    waiting: Waiting
     local_load: LocalLoad
     cold_start: ColdStart
     idle: Idle

@@ -122,8 +122,10 @@ SPARSE_COLUMNS = [
     "worker_alive_s",
     "gb_s",
     "keeper_invocations",
+    "sqs_requests",
     "usd_per_million_dynamodb",
     "usd_per_million_lambda",
+    "usd_per_million_sqs",
     "usd_per_million",
 ]
 
@@ -147,11 +149,15 @@ def _sparse_billed(billed: dict[str, Any] | None) -> str:
         "its rule arming; the keeper on the table's stream records as Lambda polls them (moto's "
         "streams API, the deployed trigger's filters, 4 polls a second); the rule firing at the start "
         "of its armed minute (in `second` mode 70-130 s ahead of the task, in `minute` mode the task's "
-        "own minute); every worker invocation that firing or an invoke starts, its wait and its run. "
+        "own minute); every worker invocation that firing, an invoke or a wait hand-over's delayed SQS "
+        "message starts (a worker that would sleep through a long wait sends one and ends; its "
+        "invocation sleeps the last seconds), its wait and its run. "
         "Per task, averaged; `worker_alive_s`: the invocations' simulated lifetime; `gb_s`: the longer "
         "of that and their own CPU at the deployed memory's share of a vCPU, x the deployed worker "
         "memory; the keeper's duration is its requests' round trips (latency model) plus its own CPU, "
-        "priced in `usd_per_million_lambda` with its invocations. Tasks fall evenly over the seconds "
+        "priced in `usd_per_million_lambda` with its invocations; `sqs_requests`: the hand-over's send, "
+        "receive and delete (its pollers' idle receives are the deployment's, in the monthly bill). "
+        "Tasks fall evenly over the seconds "
         "of a minute, so the wait averages over where a task falls.\n\n"
         + table(rows, ["per task", *modes])
         + "\nBy who spent it (per task):\n\n"

@@ -1,17 +1,21 @@
 """A sparse one-shot task from its create to its completion, counted as AWS bills it: each of N
 tasks alone in the queue, in `second` precision (the rule fires a minute or more ahead of the task
-and the invocation sleeps until the instant) and in `minute` precision (the rule fires at the
-start of the task's own minute).
+and the invocation hands its wait over to a delayed SQS message, whose invocation sleeps the last
+seconds until the instant) and in `minute` precision (the rule fires at the start of the task's own
+minute).
 
 Why a row of its own: `lifecycle(n, 1)` starts the worker after its task is due, so it leaves out
 what a sparse task pays for most in `second` mode, the early wake: the rule's firing ahead of the
-task, the invocation alive while it waits, its wait claim and release, the backstop it arms.
+task, the invocations alive while it waits, its wait claim and release, the backstop it arms, the
+hand-over's message.
 
 What runs: bench/timeline.py's window (moto in-process, the real handlers, time from
 time-machine): the deployment's sync, then each task created through the API handler 10 minutes
 ahead and followed to its completion — the keeper on the table's stream as Lambda polls it, and
-every worker invocation the rule's firing or an invoke starts. Units are the DynamoDB meter's,
-split by the function that spent them (the create is the API's).
+every worker invocation the rule's firing, an invoke or a hand-over message starts. Units are the
+DynamoDB meter's, split by the function that spent them (the create is the API's); SQS's requests
+are the hand-over's messages (the send, the mapping's receive and delete), not its pollers' idle
+receives, which a deployment pays whatever its tasks (bench/monthly.py counts them).
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.accounts import API, KEEPER, WORKER
-from bench.bill import cpu_seconds, lambda_seconds
-from bench.lifecycle import LAMBDA_GB_S, PRICE_LAMBDA_REQUEST, PRICE_RRU, PRICE_WRU, WORKER_MEMORY_GB
+from bench.bill import cpu_seconds, lambda_seconds, lambda_usd, sqs
+from bench.lifecycle import LAMBDA_GB_S, PRICE_RRU, PRICE_WRU, WORKER_MEMORY_GB
 from bench.timeline import Measured, Plan, Run, follow
 from infra import names
 from infra.config import InfraConfig
@@ -33,7 +37,7 @@ START = datetime(2031, 3, 3, 8, 0, 0, tzinfo=UTC)
 CREATE_AHEAD = timedelta(minutes=10)
 TASK_SPACING = timedelta(minutes=15)  # the queue is empty again well before the next create
 # Requests that are not DynamoDB's (not in the units, priced elsewhere or free).
-NOT_DYNAMODB = frozenset({"PutRule", "DescribeRule", "Invoke"})
+NOT_DYNAMODB = frozenset({"PutRule", "DescribeRule", "Invoke", "SendMessage"})
 PARTS = {API: "create", WORKER: "worker", KEEPER: "keeper"}
 
 
@@ -58,6 +62,12 @@ def worker_seconds(run: Run, memory_mb: int, tasks_scale: float = 1.0) -> float:
     return lambda_seconds(max(run.span_s, cpu_seconds(run.cpu_s * tasks_scale, memory_mb)))
 
 
+def idle_seconds(run: Run, memory_mb: int, tasks_scale: float = 1.0) -> float:
+    """The part of a worker invocation's billed duration in which it does no work of its own: its
+    sleeps (its span in simulated time), less the work it would do during them on AWS."""
+    return max(0.0, run.span_s - cpu_seconds(run.cpu_s * tasks_scale, memory_mb))
+
+
 def request_seconds(run: Run, memory_mb: int) -> float:
     """A keeper or API invocation's billed duration: its requests one after another (their round
     trips by the latency model) and its own CPU at its share of a vCPU."""
@@ -79,15 +89,15 @@ def _row(tasks: int, precision: Precision, measured: Measured) -> dict[str, Any]
     requests: Counter[str] = sum((p.requests for p in parts.values()), Counter())
     deployed = InfraConfig(precision=precision)
     alive_s = sum(r.span_s for r in measured.worker)
-    gb_s = (
-        sum(worker_seconds(r, deployed.worker_memory_mb) for r in measured.worker) * WORKER_MEMORY_GB / tasks
-    )
-    keeper_gb_s = (
-        sum(request_seconds(r, names.KEEPER_MEMORY_MB) for r in measured.keeper) * KEEPER_MEMORY_GB / tasks
-    )
-    lambda_requests = (len(measured.worker) + len(measured.keeper)) / tasks
+    worker_s = sum(worker_seconds(r, deployed.worker_memory_mb) for r in measured.worker) / tasks
+    keeper_s = sum(request_seconds(r, names.KEEPER_MEMORY_MB) for r in measured.keeper) / tasks
     dynamodb_usd = wru * PRICE_WRU + rru * PRICE_RRU
-    lambda_usd = (lambda_requests * PRICE_LAMBDA_REQUEST + (gb_s + keeper_gb_s) * LAMBDA_GB_S) * 1e6
+    lambda_cost = (
+        lambda_usd(len(measured.worker) / tasks, worker_s, deployed.worker_memory_mb, LAMBDA_GB_S)
+        + lambda_usd(len(measured.keeper) / tasks, keeper_s, names.KEEPER_MEMORY_MB, LAMBDA_GB_S)
+    ) * 1e6
+    sqs_requests = sum(measured.sqs_requests.values()) / tasks
+    sqs_usd = sqs(sqs_requests) * 1e6
     starts = Counter(r.cause for r in measured.worker)
 
     def dynamodb(counted: Counter[str]) -> dict[str, float]:
@@ -103,9 +113,10 @@ def _row(tasks: int, precision: Precision, measured: Measured) -> dict[str, Any]
         "invocations": round(len(measured.worker) / tasks, 2),
         "invocations_by_cause": {cause: round(n / tasks, 2) for cause, n in sorted(starts.items())},
         "worker_alive_s": round(alive_s / tasks, 1),
-        "gb_s": round(gb_s, 2),
+        "gb_s": round(worker_s * WORKER_MEMORY_GB, 2),
         "keeper_invocations": round(len(measured.keeper) / tasks, 2),
-        "keeper_gb_s_modelled": round(keeper_gb_s, 4),
+        "keeper_gb_s_modelled": round(keeper_s * KEEPER_MEMORY_GB, 4),
+        "sqs_requests": round(sqs_requests, 2),
         "by_part": {
             name: {
                 "rru": round(p.rru / tasks, 2),
@@ -116,8 +127,9 @@ def _row(tasks: int, precision: Precision, measured: Measured) -> dict[str, Any]
             for name, p in parts.items()
         },
         "usd_per_million_dynamodb": round(dynamodb_usd, 2),
-        "usd_per_million_lambda": round(lambda_usd, 2),
-        "usd_per_million": round(dynamodb_usd + lambda_usd, 2),
+        "usd_per_million_lambda": round(lambda_cost, 2),
+        "usd_per_million_sqs": round(sqs_usd, 2),
+        "usd_per_million": round(dynamodb_usd + lambda_cost + sqs_usd, 2),
     }
 
 

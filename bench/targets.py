@@ -226,6 +226,25 @@ TARGETS: tuple[Target, ...] = (
         measured=measures.usd_measured,
     ),
     Target(
+        id="waiting",
+        what="`second` precision's waiting a month, at the costliest of the monthly bill's five loads "
+        "(the worker's billed time beyond its work, the hand-over's SQS requests and invocations)",
+        anchor="a worker asleep until each instant",
+        section="monthly",
+        sentence="{usd} a month at any load",
+        limits=(Limit("usd", "waiting.second_usd_per_month_max", LE, 3.0, dollars),),
+        measured=measures.waiting_measured,
+    ),
+    Target(
+        id="waiting per task",
+        what="`second` precision's waiting per million tasks, a task a minute (the monthly bill's 1/minute)",
+        anchor="a worker asleep until each instant",
+        section="monthly",
+        sentence="{usd} per million tasks",
+        limits=(Limit("usd", "waiting.second_usd_per_million_1_per_minute", LE, 20.0, dollars),),
+        measured=measures.waiting_per_million_measured,
+    ),
+    Target(
         id="idle",
         what="idle local stack CPU (the busier of the two precisions)",
         anchor="an idle scheduler costs nothing",

@@ -16,9 +16,11 @@ How:
   what was written since the last one (moto's DynamoDB Streams API), keeps what the deployed
   trigger's filters pass and hands it to the keeper handler in batches of KEEPER_BATCH_SIZE;
 * the rule fires at the start of its armed minute (EventBridge promises the minute, not the second:
-  the start makes the longest wait), and each Invoke the trigger makes starts an invocation. They
-  run one at a time, in order: one that would start while another runs starts when it ends
-  (`Run.deferred_s`). A worker's context counts its remaining time in simulated time;
+  the start makes the longest wait), each Invoke the trigger makes starts an invocation, and so does
+  each message a waiting worker hands its wait over with, as the hand-over queue's event source
+  mapping delivers it (bench/handover.py). They run one at a time, in order: one that would start
+  while another runs starts when it ends (`Run.deferred_s`). A worker's context counts its remaining
+  time in simulated time;
 * what each function spent is charged by bench/accounts.py; a function's own CPU is this process's
   less the emulator's and the bench's (a worker invocation's also less the creates and keeper
   batches that ran during it).
@@ -43,12 +45,13 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, cast
 
-import boto3
 import time_machine
 
 from bench.accounts import API, KEEPER, POLLER, WORKER, Account, Accounts, Printed, acting_for, capturing
+from bench.handover import HANDOVER, HandoverQueue
 from bench.harness import emulated_aws
 from bench.latency import LATENCY_MS
+from bench.stream import StreamFeed
 from editor import Editor
 from editor.changes import new_record
 from editor.inputs import TaskSpec
@@ -59,12 +62,11 @@ from lambdas.api.app import build_app
 from lambdas.keeper import handler as keeper_handler
 from lambdas.worker import handler as worker_handler
 from local.gateway import build_event
-from local.keeper import lambda_record
 from local.lambdas import LambdaContext
 from local.meter import item_size
 from local.motoserver import EmulatedState
 from nexttick.actions import build_registry
-from nexttick.aws import LambdaWorkerTrigger, parse_rule_minute
+from nexttick.aws import LambdaWorkerTrigger, SqsWaitHandover, parse_rule_minute
 from nexttick.config import Precision
 from nexttick.observability import metrics
 from nexttick.runtime import Runtime
@@ -72,8 +74,6 @@ from nexttick.store.models import TaskItem
 from nexttick.store.records import TaskStatus
 from nexttick.store.streams import reaches_keeper
 
-# moto serves the streams API only on the regional streams host (tests/integration/test_keeper.py).
-STREAMS_ENDPOINT = "https://streams.dynamodb.us-east-1.amazonaws.com"
 POLLS_PER_SECOND = 4  # Lambda's polling of each shard of a DynamoDB stream
 RULE_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 API_TIMEOUT_SECONDS = 29  # API Gateway's integration limit, as infra/api.py sets it
@@ -81,6 +81,9 @@ API_TIMEOUT_SECONDS = 29  # API Gateway's integration limit, as infra/api.py set
 DEPLOYED_LOG_LEVEL = "INFO"
 # DynamoDB bills each stored item's bytes plus this much for its indexing.
 ITEM_OVERHEAD_BYTES = 100
+# Lambda's advice for a queue an event source mapping reads: a visibility timeout of at least six
+# times the function's timeout (a message stays hidden while its invocation runs).
+VISIBILITY_TIMEOUTS = 6
 
 
 class WindowEnd(Exception):
@@ -125,7 +128,10 @@ class Run:
 @dataclass
 class Measured:
     """What a window spent: by function, its invocations; printed bytes; per custom metric, how
-    many (period, hour) marks it was published in; finished tasks and the bytes each one keeps."""
+    many (period, hour) marks it was published in; finished tasks and the bytes each one keeps; the
+    hand-over queue's billed requests by operation (its pollers' idle receives aside) and the
+    invocations its messages started (`worker` has the invocations it measured part of, a long one
+    begun before it among them)."""
 
     accounts: dict[str, Account]
     worker: list[Run]
@@ -135,6 +141,8 @@ class Measured:
     metric_marks: dict[str, int]
     finished: int
     stored_bytes_per_task: float
+    sqs_requests: dict[str, int] = field(default_factory=dict)
+    handovers: int = 0
 
 
 @dataclass(order=True)
@@ -170,35 +178,6 @@ class SimContext(LambdaContext):
         return max(0, int((self.deadline - datetime.now(UTC)).total_seconds() * 1000))
 
 
-class StreamFeed:
-    """The table's stream, read from where the last read stopped (as Lambda's poller keeps its
-    checkpoint), each record as Lambda's event carries it."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        settings = runtime.settings
-        described = boto3.client("dynamodb", region_name=settings.region).update_table(
-            TableName=settings.table_name,
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-        )["TableDescription"]
-        self.arn = described["LatestStreamArn"]
-        self.client = boto3.client(
-            "dynamodbstreams", region_name=settings.region, endpoint_url=STREAMS_ENDPOINT
-        )
-        shard = self.client.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"][0]["ShardId"]
-        self.iterator = self.client.get_shard_iterator(
-            StreamArn=self.arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-
-    def read(self) -> list[dict[str, Any]]:
-        records: list[dict[str, Any]] = []
-        while True:
-            page = self.client.get_records(ShardIterator=self.iterator)
-            self.iterator = page["NextShardIterator"]
-            if not page["Records"]:
-                return records
-            records += [lambda_record(r, self.arn) for r in page["Records"]]
-
-
 class World:
     """Everything but the running worker invocation: creates, polls, the rule, invocations to start."""
 
@@ -208,9 +187,10 @@ class World:
         self.editor = Editor(runtime=runtime)
         self.feed = StreamFeed(runtime)
         trigger = cast(LambdaWorkerTrigger, runtime.trigger)
-        self.accounts = Accounts(
-            runtime.store, (runtime.rule.client, trigger.client, self.feed.client), self.wrote
-        )
+        handover = cast(SqsWaitHandover, runtime.handover)
+        self.handover = HandoverQueue(handover.client, handover.queue_url)
+        clients = (runtime.rule.client, trigger.client, self.feed.client, handover.client)
+        self.accounts = Accounts(runtime.store, clients, self.wrote)
         self.printed = Printed(self.accounts, self._mark)
         runtime.rule.client.meta.events.register("provide-client-params.events.PutRule", self._rule_put)
         trigger.client.meta.events.register("provide-client-params.lambda.Invoke", self._invoked)
@@ -304,6 +284,8 @@ class World:
                 candidates.append((self._poll_at, 2, self._poll))
             if self._armed is not None and self._armed not in self._fired:
                 candidates.append((self._armed, 3, self._fire))
+            if (poll := self.handover.next_poll()) is not None:
+                candidates.append((poll, 4, self._deliver))
         due = [c for c in candidates if c[0] <= limit]
         if not due:
             return None
@@ -316,6 +298,7 @@ class World:
         self._measuring = True
         self.accounts.restart()
         self.printed.restart()
+        self.handover.restart()
         for runs in (self.worker, self.keeper, self.api):
             runs.clear()
         if self._active is not None:
@@ -325,6 +308,11 @@ class World:
         assert self._armed is not None
         self._fired.add(self._armed)
         self._start(self._armed, "rule", RULE_EVENT)
+
+    def _deliver(self) -> None:
+        event = self.handover.poll()
+        if event is not None:
+            self._start(datetime.now(UTC), HANDOVER, event)
 
     def _create(self) -> None:
         _, due = self._creates.pop(0)
@@ -409,15 +397,19 @@ class World:
         )
         deferred = (datetime.now(UTC) - start.at).total_seconds()
         self._active = self._baseline()
+        returned = False
         with contextlib.suppress(WindowEnd):
             worker_handler.handler(start.event, context)
+            returned = True
         began, cpu, world, not_its = self._active
         self._active = None
+        worker = self.accounts.by_function[WORKER]
+        own = time.process_time() - cpu - (self.world_cpu_s - world) - (worker.not_its_cpu_s - not_its)
+        if returned and start.cause == HANDOVER:
+            self.handover.delete(start.event)
         if not self._measuring:
             return
         end = datetime.now(UTC) if self.plan.end is None else min(datetime.now(UTC), self.plan.end)
-        worker = self.accounts.by_function[WORKER]
-        own = time.process_time() - cpu - (self.world_cpu_s - world) - (worker.not_its_cpu_s - not_its)
         self.worker.append(Run(start.cause, began, end, own, deferred_s=deferred))
 
     # ------------------------------------------------------------------ results
@@ -441,6 +433,8 @@ class World:
             metric_marks=dict(marks),
             finished=len(finished),
             stored_bytes_per_task=sum(finished) / len(finished) if finished else 0.0,
+            sqs_requests=dict(self.handover.requests),
+            handovers=self.handover.delivered,
         )
 
     def deploy(self, queued: tuple[datetime, ...]) -> None:
@@ -484,7 +478,10 @@ def follow(plan: Plan) -> Measured:
     with (
         time_machine.travel(plan.start, tick=False) as traveller,
         emulated_aws(
-            clock=clock, precision=plan.precision, max_invocations=deployed.max_invocations
+            clock=clock,
+            handover_visibility_s=VISIBILITY_TIMEOUTS * deployed.worker_timeout_seconds,
+            precision=plan.precision,
+            max_invocations=deployed.max_invocations,
         ) as runtime,
     ):
         world = World(runtime, traveller, plan)

@@ -18,7 +18,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK_SECTIONS = ("backlog", "lifecycle", "monthly", "burst", "fanout", "listing", "keeper")
-ISSUE_KEYS = {"backlog", "lateness", "burst", "fanout", "cost", "monthly", "local_load", "cold_start", "idle"}
+ISSUE_KEYS = {
+    "backlog",
+    "lateness",
+    "burst",
+    "fanout",
+    "cost",
+    "monthly",
+    "waiting",
+    "local_load",
+    "cold_start",
+    "idle",
+}
 MONTHLY_LOADS = ("1/day", "1/minute", "1/second", "100/second", "daily burst of 100,000")
 
 pytestmark = [pytest.mark.xdist_group("bench-quick"), pytest.mark.slow]
@@ -66,6 +77,10 @@ def test_bench_quick_writes_results_report_and_plots(tmp_path: Path) -> None:
     assert [row["usd_eventbridge_scheduler"] > 0 for row in monthly] == [
         row["load"] == "100/second" for row in monthly
     ]
+    # (and `second` precision's waiting, each load's and per million tasks at 1/minute)
+    waiting = results["waiting"]
+    assert set(waiting["second_usd_per_month"]) == set(MONTHLY_LOADS)
+    assert waiting["second_usd_per_month_max"] > 0 and waiting["second_usd_per_million_1_per_minute"] > 0
     # (every task of each window ran; a steady one may reach one past its end by claiming ahead)
     windows = [row["window"] for row in results["detail"]["monthly"]["rows"]]
     assert all(w["tasks"] <= w["finished"] <= w["tasks"] + 1 for w in windows), windows

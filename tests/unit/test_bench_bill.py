@@ -1,6 +1,7 @@
 """bench/bill.py and bench/monthly.py's scaling: a month's terms from given usage, EventBridge
-Scheduler's free tier, provisioned capacity, and a window's figures scaled to the 30-day month (per
-task by tasks, per wake by wakes)."""
+Scheduler's and SQS's free tiers, provisioned capacity, the waiting's share of the bill, and a
+window's figures scaled to the 30-day month (per task by tasks, per wake by wakes, the hand-over
+queue's idle polls by the month)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 from bench import bill, monthly
 from bench.accounts import API, WORKER, Account
 from bench.bill import Deployment, Phase, Usage
+from bench.handover import HANDOVER
+from bench.sparse import idle_seconds
 from bench.timeline import Measured, Plan, Run
 from nexttick.config import Precision
 
@@ -40,6 +43,8 @@ def _usage(**changes: object) -> Usage:
         phases_per_month=1,
         worker_invocations=0,
         worker_seconds=0,
+        worker_idle_seconds=0,
+        handover_invocations=0,
         keeper_invocations=0,
         keeper_seconds=0,
         api_invocations=0,
@@ -48,6 +53,7 @@ def _usage(**changes: object) -> Usage:
         metric_hours={},
         stored_bytes_per_task=0,
         eventbridge_calls=0,
+        sqs_requests=0,
     )
     return replace(quiet, **changes)  # type: ignore[arg-type]
 
@@ -87,6 +93,7 @@ def test_each_term_is_its_usage_at_its_price() -> None:
         metric_hours={"a": 720, "b": 360, "c": 5000},
         stored_bytes_per_task=1024,
         eventbridge_calls=50_000,
+        sqs_requests=3_000_000,
     )
     # When it is billed
     usd = bill.bill(usage, DEPLOYMENT)
@@ -101,11 +108,53 @@ def test_each_term_is_its_usage_at_its_price() -> None:
     assert usd["cloudwatch_metrics"] == pytest.approx(0.30 + 0.15 + 0.30)
     assert usd["cloudwatch_alarms_dashboards"] == pytest.approx(6 * 0.10 + 3.00)
     assert usd["eventbridge"] == 0.0
+    assert usd["sqs"] == pytest.approx(3 * 0.40)
     # a million tasks of 1 KiB kept 7 of 30 days, with point-in-time recovery
     assert usd["dynamodb_storage"] == pytest.approx(1_000_000 * 1024 * 7 / 30 / bill.GB * 0.45)
     shared = usd["total_on_demand"] - usd["dynamodb_on_demand"]
     assert usd["total_provisioned"] == pytest.approx(usd["dynamodb_provisioned"] + shared)
     assert usd["scheduler"] == 0.0 and usd["scheduler_without_free_tier"] == pytest.approx(1.00)
+
+
+def test_sqs_bills_every_request_and_its_free_tier_only_past_a_million_a_month() -> None:
+    assert bill.sqs(1_000_000) == pytest.approx(0.40)
+    assert bill.sqs(1_000_000, free=True) == 0.0
+    assert bill.sqs(3_500_000, free=True) == pytest.approx(1.00)
+    # the month's terms are list prices: the free tier is shown beside them, not taken off
+    usd = bill.bill(_usage(sqs_requests=1_000_000), DEPLOYMENT)
+    assert usd["sqs"] == pytest.approx(0.40) and usd["sqs_within_free_tier"] == 0.0
+    assert usd["total_on_demand"] - bill.bill(_usage(), DEPLOYMENT)["total_on_demand"] == pytest.approx(0.40)
+
+
+def test_the_waiting_is_the_workers_idle_time_the_hand_overs_invocations_and_sqs_not_a_term_more() -> None:
+    # Given a month whose worker is billed 100,000 s, 40,000 of them without work, in 2,000
+    # invocations of which 500 a hand-over started, and 1.6 million SQS requests
+    usage = _usage(
+        worker_invocations=2_000,
+        worker_seconds=100_000,
+        worker_idle_seconds=40_000,
+        handover_invocations=500,
+        sqs_requests=1_600_000,
+    )
+    usd = bill.bill(usage, DEPLOYMENT)
+    # Then the waiting is the idle time at the worker's memory, those invocations and all of SQS
+    assert usd["waiting"] == pytest.approx(40_000 * 0.5 * 0.0000133334 + 500 * 0.2e-6 + 1.6 * 0.40)
+    # And it is a share of the terms, not one more: the totals are the terms' sum
+    terms = [
+        k for k in usd if k.startswith(("dynamodb_on_demand", "dynamodb_storage", "lambda_", "cloudwatch_"))
+    ]
+    others = ("api_gateway", "eventbridge", "sqs")
+    assert usd["total_on_demand"] == pytest.approx(sum(usd[k] for k in (*terms, *others)))
+    assert usd["waiting"] < usd["lambda_worker"] + usd["sqs"]
+
+
+def test_an_invocations_idle_time_is_its_billed_time_beyond_its_work() -> None:
+    # A worker alive 3 s that worked 0.1 s of CPU (0.345 s at 512 MB's share of a vCPU)
+    waited = Run(HANDOVER, START, START + timedelta(seconds=3), cpu_s=0.1)
+    assert idle_seconds(waited, 512) == pytest.approx(3 - 0.1 * 1769 / 512)
+    # One whose work outlasts its span waited for nothing
+    busy = Run("rule", START, START + timedelta(seconds=0.2), cpu_s=0.1)
+    assert idle_seconds(busy, 512) == 0.0
 
 
 def test_provisioned_capacity_is_the_minimum_or_what_the_load_needs_at_the_target_utilization() -> None:
@@ -134,7 +183,7 @@ def test_lambda_bills_each_invocation_by_the_millisecond_and_cpu_by_the_memorys_
     assert bill.cpu_seconds(1.0, 3538) == 1.0
 
 
-def _measured(worker: list[Run], tasks: int) -> Measured:
+def _measured(worker: list[Run], tasks: int, sends: int = 0) -> Measured:
     return Measured(
         accounts={
             API: Account(rru=1.0 * tasks, wru=1.0 * tasks),
@@ -147,6 +196,8 @@ def _measured(worker: list[Run], tasks: int) -> Measured:
         metric_marks={"nexttick/runs {service=nexttick}": 1},
         finished=tasks,
         stored_bytes_per_task=800.0,
+        sqs_requests={"SendMessage": sends, "ReceiveMessage": sends, "DeleteMessage": sends},
+        handovers=sends,
     )
 
 
@@ -166,6 +217,25 @@ def test_a_steady_window_is_scaled_to_the_month_by_its_length() -> None:
         "nexttick/runs {service=nexttick}": 43_200
     }  # every hour (capped when billed)
     assert usage.phases == (Phase(bill.MONTH_SECONDS, usage.rru, usage.wru),)
+    # and the hand-over queue's pollers, idle, poll all month: five long polls of 20 s at once
+    assert usage.sqs_requests == pytest.approx(5 * bill.MONTH_SECONDS / 20)
+    assert usage.handover_invocations == 0
+
+
+def test_a_handed_over_wait_is_billed_per_wake_with_its_messages_requests() -> None:
+    # Given a minute of 1/minute: the rule's invocation handed the wait over (a send), the message's
+    # invocation slept 3 s and ran the task (a receive and a delete)
+    load = next(load for load in monthly.LOADS if load.name == "1/minute")
+    window = monthly.Window(Plan(Precision.SECOND, START, (), end=START), 1, 60, bill.MONTH_SECONDS, 1 / 60)
+    early = Run("rule", START, START, cpu_s=0.01)
+    late = Run(HANDOVER, START, START + timedelta(seconds=3), cpu_s=0.01)
+    # When its month is derived
+    usage = monthly.usage(load, window, _measured([early, late], 1, sends=1), DEPLOYMENT)
+    # Then each of the month's 43,200 minutes has its hand-over, its three requests and its idle time
+    assert usage.worker_invocations == pytest.approx(2 * 43_200)
+    assert usage.handover_invocations == pytest.approx(43_200)
+    assert usage.sqs_requests == pytest.approx(3 * 43_200 + 5 * bill.MONTH_SECONDS / 20)
+    assert usage.worker_idle_seconds == pytest.approx(43_200 * (3 - 0.01 * 1769 / 512))
 
 
 def test_a_scaled_down_burst_grows_its_work_by_its_tasks_but_its_waits_by_its_days() -> None:

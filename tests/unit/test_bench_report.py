@@ -26,6 +26,7 @@ ISSUE_KEYS = {
         "usd_per_million_provisioned",
     },
     "monthly": None,
+    "waiting": {"second_usd_per_month", "second_usd_per_month_max", "second_usd_per_million_1_per_minute"},
     "local_load": {"clients", "operations", "api_p99_s", "lateness_p99_s", "errors", "list_page_s"},
     "cold_start": {"asset_mb", "import_ms_p50"},
     "idle": {"cpu_percent"},
@@ -67,7 +68,7 @@ def _monthly() -> dict[str, Any]:
     """Two loads: nexttick cheaper in one precision of the first, in neither of the second."""
 
     def row(
-        load: str, precision: str, on_demand: float, scheduler: float, notes: list[str]
+        load: str, precision: str, on_demand: float, scheduler: float, notes: list[str], waiting: float = 0.5
     ) -> dict[str, Any]:
         terms = {
             "dynamodb_on_demand": on_demand - 3.6,
@@ -78,6 +79,7 @@ def _monthly() -> dict[str, Any]:
             "lambda_api": 0.0,
             "api_gateway": 0.0,
             "eventbridge": 0.0,
+            "sqs": 0.0,
             "cloudwatch_logs": 0.0,
             "cloudwatch_metrics": 0.0,
             "cloudwatch_alarms_dashboards": 3.6,
@@ -88,6 +90,8 @@ def _monthly() -> dict[str, Any]:
             "cloudwatch": 3.6,
             "total_on_demand": on_demand,
             "total_provisioned": 6.41,
+            "waiting": waiting,
+            "sqs_within_free_tier": 0.0,
             "scheduler": scheduler,
             "scheduler_without_free_tier": scheduler + 14.0,
         }
@@ -118,7 +122,7 @@ def _monthly() -> dict[str, Any]:
             "dashboards": 1,
         },
         "rows": [
-            row("1/second", "second", 9.0, 6.0, []),
+            row("1/second", "second", 9.0, 6.0, [], waiting=1.25),
             row("1/second", "minute", 5.0, 6.0, []),
             row("1/day", "second", 4.0, 0.0, ["creates exceed the throttle"]),
             row("1/day", "minute", 4.0, 0.0, ["creates exceed the throttle"]),
@@ -294,8 +298,31 @@ def test_derive_takes_each_months_totals_and_verdict_from_the_monthly_rows() -> 
         "usd_on_demand": 5.0,
         "usd_provisioned": 6.41,
         "usd_eventbridge_scheduler": 6.0,
+        "usd_waiting": 0.5,
         "cheaper": "nexttick",
     }
+
+
+def test_derive_takes_the_waiting_of_second_precision_from_the_monthly_rows() -> None:
+    detail = _detail()
+    # Given months where `second` precision's waiting costs $1.25 at 1/second and $0.50 at 1/day
+    waiting = report.derive(detail)["waiting"]
+    # Then the most of them is the 1/second one's, and no load is a task a minute
+    assert waiting == {
+        "second_usd_per_month": {"1/second": 1.25, "1/day": 0.5},
+        "second_usd_per_month_max": 1.25,
+        "second_usd_per_million_1_per_minute": None,
+    }
+    # When the second load is a task a minute (43,200 a month) instead
+    for row in detail["monthly"]["rows"]:
+        if row["load"] == "1/day":
+            row["load"], row["tasks_per_month"] = "1/minute", 43_200
+    # Then its waiting per million tasks is its month's over its tasks
+    assert report.derive(detail)["waiting"]["second_usd_per_million_1_per_minute"] == round(0.5 / 0.0432, 2)
+    # And results from before the waiting was billed have none
+    for row in detail["monthly"]["rows"]:
+        del row["usd"]["waiting"]
+    assert report.derive(detail)["waiting"]["second_usd_per_month_max"] is None
 
 
 def test_the_monthly_bill_says_per_load_where_nexttick_is_cheaper_and_where_not(tmp_path: Path) -> None:
@@ -303,8 +330,8 @@ def test_the_monthly_bill_says_per_load_where_nexttick_is_cheaper_and_where_not(
     text = report.write(_results(_detail()), tmp_path).read_text()
     section = text.split("## Monthly bill")[1].split("\n## ")[0]
     # Then its table has every row, and a sentence per load says which is cheaper, from the figures
-    bill_row = "| 1/second | minute | $1.40 | $2.81 | $0.00 | $0.00 | $0.00 | $3.60 | $0.00 | $5.00 | $6.41 |"
-    assert f"{bill_row} $6.00 | nexttick |" in section
+    bill_row = "| 1/second | minute | $1.40 | $2.81 | $0.00 | $0.00 | $0.00 | $3.60 | $0.00 | $0.00 | $5.00 |"
+    assert f"{bill_row} $6.41 | $0.50 | $6.00 | nexttick |" in section
     assert section.count("| EventBridge Scheduler |\n") == 3
     assert (
         "**1/second** (20,000,000 tasks a month): nexttick is cheaper in `minute` precision only. "
@@ -322,6 +349,11 @@ def test_derive_of_nothing_is_every_key_null() -> None:
     derived = report.derive({})
     assert derived["backlog"] == [] and derived["fanout"]["rows"] == [] and derived["monthly"] == []
     assert derived["idle"] == {"cpu_percent": None}
+    assert derived["waiting"] == {
+        "second_usd_per_month": {},
+        "second_usd_per_month_max": None,
+        "second_usd_per_million_1_per_minute": None,
+    }
     assert all(v is None for v in derived["cost"].values())
     assert all(v is None for v in derived["local_load"].values())
 

@@ -81,3 +81,27 @@ def test_an_any_limit_target_is_met_by_one_limit_and_missed_by_none() -> None:
     assert status({"1000": 20.0, "5000": 30.0}) == judge.NOT_MET  # 1.5x and 10 MB
     # And below the sizes it names (a quick run's 50 → 200) it is not measured
     assert status({"50": 20.0, "200": 30.0}) == judge.NOT_MEASURED
+
+
+def test_the_waiting_targets_read_second_precisions_waiting_from_the_monthly_bill() -> None:
+    # Given months where `second` precision's waiting costs $1.25 at 1/second and $0.50 at 1/day
+    waiting = [target for target in TARGETS if target.id in ("waiting", "waiting per task")]
+    detail = _detail()
+    [month, per_task] = judge.headline(_results(detail), tuple(waiting))
+    # Then the month is met (at most $3 at any load) and says where it costs most; without a load of
+    # a task a minute, the waiting per million tasks is not measured
+    assert (month["target"], month["status"]) == ("≤ $3.00 a month at any load", judge.MET)
+    assert month["measured"] == "$1.25 a month at 1/second ($0.50 at 1/day)"
+    assert (per_task["target"], per_task["status"]) == ("≤ $20.00 per million tasks", judge.NOT_MEASURED)
+    # When the second load is a task a minute whose waiting costs $1.00 a month ($23.15 per million),
+    # and the first's $3.50
+    for row in detail["monthly"]["rows"]:
+        if row["load"] == "1/day":
+            row["load"], row["tasks_per_month"] = "1/minute", 43_200
+            row["usd"]["waiting"] = 1.0
+        elif row["precision"] == "second":
+            row["usd"]["waiting"] = 3.5
+    [month, per_task] = judge.headline(_results(detail), tuple(waiting))
+    # Then both are missed
+    assert month["status"] == per_task["status"] == judge.NOT_MET
+    assert per_task["measured"] == "$23.15 per million"
