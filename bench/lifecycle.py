@@ -16,6 +16,8 @@ from editor import Editor
 from infra.config import InfraConfig
 from local.meter import DynamoMeter
 from nexttick.actions import build_registry
+from nexttick.config import NextTickSettings
+from nexttick.constants import WAKE_AHEAD_SECONDS
 from nexttick.store.records import QueueEntry
 from nexttick.worker import Worker
 
@@ -51,7 +53,11 @@ DEPLOYED = InfraConfig()
 WORKER_MEMORY_GB = DEPLOYED.worker_memory_mb / 1024
 LAMBDA_GB_S = PRICE_LAMBDA_GB_S[DEPLOYED.architecture]
 PAYLOAD_BYTES = (64, 1024, 8192)
-SECOND_MODE_MEAN_WAIT_S = 70.0  # a wake lands in [F, F+60+d]; the task is due at F+70..F+130
+# A `second`-mode wake-up as deployed: the invocation the rule starts hands its wait over (one SQS
+# message: send, receive, delete) and the invocation the message starts sleeps the lead and the
+# wake-ahead before its pass (the monthly section measures it in simulated time).
+HANDOVER_SLEEP_S = NextTickSettings().handover_lead_seconds + WAKE_AHEAD_SECONDS
+HANDOVER_SQS_REQUESTS = 3
 
 
 class PutRuleCounter:
@@ -121,7 +127,9 @@ def lifecycle(tasks: int, per_run: int) -> dict[str, Any]:
     wru, rru = create[0] + run[0], create[1] + run[1]
     runs_per_task = 1 / per_run
     lambda_cost = runs_per_task * (
-        PRICE_LAMBDA_REQUEST + SECOND_MODE_MEAN_WAIT_S * WORKER_MEMORY_GB * LAMBDA_GB_S
+        2 * PRICE_LAMBDA_REQUEST
+        + HANDOVER_SQS_REQUESTS * PRICE_SQS_REQUEST
+        + HANDOVER_SLEEP_S * WORKER_MEMORY_GB * LAMBDA_GB_S
     )
     # Provisioned at a steady load: each unit a task uses is held for a second, at the stack's
     # auto-scaling target utilization (capacity above the load is paid for too).

@@ -73,12 +73,12 @@ def not_measured(results: Results) -> list[str]:
         "Anything on real AWS: every figure runs against an emulator (see each figure's backend); "
         "network latency enters only through the latency model where a figure says so.",
         "Cost: the per-million figures count DynamoDB, the worker Lambda and EventBridge (the all-in "
-        "figure's worker duration is a model, ~70 s per wake-up in `second` mode; the sparse rows as "
-        "billed measure it in simulated time); the monthly bill adds the keeper and API Lambdas, API "
-        "Gateway, the wait hand-over's SQS, storage with its backups and CloudWatch. In none of them: "
-        "DynamoDB Streams (free to a Lambda trigger), X-Ray (only with `tracing`), KMS (only with "
-        "`alarm_email`), the log groups' storage, data transfer, cold starts' initialisation, and the "
-        "free tiers of nexttick's services.",
+        "figure's worker duration is a model, the hand-over's sleep per wake-up in `second` mode; "
+        "the sparse rows as billed measure it in simulated time); the monthly bill adds the keeper "
+        "and API Lambdas, API Gateway, the wait hand-over's SQS, storage with its backups and "
+        "CloudWatch. In none of them: DynamoDB Streams (free to a Lambda trigger), X-Ray (only with "
+        "`tracing`), KMS (only with `alarm_email`), the log groups' storage, data transfer, cold "
+        "starts' initialisation, and the free tiers of nexttick's services.",
     ]
     return out
 

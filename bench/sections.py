@@ -8,6 +8,7 @@ from typing import Any
 
 from bench import plots
 from bench.derive import EVENTBRIDGE_RULE_USD_PER_MILLION
+from bench.lifecycle import HANDOVER_SLEEP_S, HANDOVER_SQS_REQUESTS
 from bench.markdown import cell, number, table
 from bench.monthly_report import monthly_section
 from bench.results import DEFAULT_BACKENDS, Results
@@ -99,8 +100,9 @@ def _cost_section(results: Results) -> str:
         + "\nAll-in, dense (the first row): "
         f"**${number(c['usd_per_million_on_demand'])} per million tasks on demand, "
         f"${number(c['usd_per_million_provisioned'])} provisioned** = DynamoDB + the worker Lambda "
-        f"({prices.get('worker_architecture')}, {prices.get('worker_memory_gb')} GB, `second` mode waiting "
-        "~70 s per wake-up, shared by every task of the run) + EventBridge "
+        f"({prices.get('worker_architecture')}, {prices.get('worker_memory_gb')} GB, `second` mode: two "
+        f"invocations, {HANDOVER_SLEEP_S:g} s of sleep and {HANDOVER_SQS_REQUESTS} SQS requests per wake-up, "
+        "shared by every task of the run: the wait hand-over) + EventBridge "
         f"(${EVENTBRIDGE_RULE_USD_PER_MILLION:.2f}: the rule's scheduled events and PutRule calls are not "
         f"billed). Baseline: EventBridge Scheduler at ${prices['eventbridge_scheduler_per_million']:.2f} per "
         "million invocations (60 s flexible window at best). The second row runs one task per worker run, "

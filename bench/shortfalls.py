@@ -40,10 +40,9 @@ WHY: dict[str, str] = {
         "into the record writes the wake makes anyway."
     ),
     "cost": (
-        "DynamoDB is $0.85 of it at 3 write units per task; the rest is the worker Lambda's duration "
-        "in `second` mode (about 70 s of waiting per wake-up at 512 MB, shared by the tasks of a run: "
-        "$0.47). Closing it: less waiting per wake-up (a later early wake, or `minute` mode's short "
-        "wait) or a smaller worker for the wait."
+        "DynamoDB is most of it, at 3 write units per task; the rest is the worker's wake-ups in "
+        "`second` mode (two invocations, the hand-over's short sleep and its SQS requests, shared by "
+        "the tasks of a run). Closing it: fewer write units per task."
     ),
     "waiting": (
         "the hand-over brings the sparse loads under it: $1.14 a month at 1/minute, $0.26 at 1/day "

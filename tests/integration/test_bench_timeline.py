@@ -50,7 +50,7 @@ def test_an_isolated_task_runs_once_its_wait_handed_over_in_simulated_time() -> 
     assert wake.cause == "rule" and (due - wake.start).total_seconds() >= 70 and wake.span_s == 0
     wait = (due - timedelta(seconds=WAKE_AHEAD_SECONDS) - wake.start).total_seconds()
     assert handed.cause == HANDOVER
-    assert handed.start == wake.start + timedelta(seconds=int(wait - LEAD_SECONDS)) + POLL_DELAY
+    assert handed.start == wake.start + timedelta(seconds=int(wait - LEAD_SECONDS + 0.5)) + POLL_DELAY
     assert handed.end == due and 0 < handed.span_s <= LEAD_SECONDS + 1 + WAKE_AHEAD_SECONDS
     assert wake.cpu_s > 0 and handed.cpu_s > 0
     # And it took much less real time than the wait in simulated time
