@@ -36,9 +36,9 @@ def scheduler_metric(metric_name: str, statistic: str, period: Duration = _PERIO
 
 class Monitoring(Construct):
     """Lateness p50/p90/p99/max, runs late > 1 s, runs/failures/skips, batch size (backlog proxy),
-    worker errors/duration, DLQ depth, the keeper's errors, iterator age and failed batches; alarms
-    on lateness p99, failures, DLQ depth, worker errors, the keeper's failed batches and its iterator
-    age (optional e-mail)."""
+    worker errors/duration, the depth of the worker's and the hand-over's DLQs, the keeper's errors,
+    iterator age and failed batches; alarms on lateness p99, failures, both DLQs' depth, worker
+    errors, the keeper's failed batches and its iterator age (optional e-mail)."""
 
     def __init__(
         self,
@@ -51,6 +51,7 @@ class Monitoring(Construct):
         dead_letter_queue: sqs.IQueue,
         keeper: lambda_.IFunction,
         keeper_failures: sqs.IQueue,
+        handover_dead_letters: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         n = config.resource_names
@@ -67,6 +68,9 @@ class Monitoring(Construct):
         skips = scheduler_metric(constants.METRIC_SKIPS, "Sum")
         batch = scheduler_metric(constants.METRIC_BATCH_SIZE, "Maximum")
         dlq_depth = dead_letter_queue.metric_approximate_number_of_messages_visible(
+            period=_PERIOD, statistic="Maximum"
+        )
+        handover_dlq_depth = handover_dead_letters.metric_approximate_number_of_messages_visible(
             period=_PERIOD, statistic="Maximum"
         )
         # How far behind the table the keeper is: a committed task is covered this long after it at most.
@@ -100,7 +104,7 @@ class Monitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Due tasks per run (max) / dead letters",
                 left=[batch],
-                right=[dlq_depth],
+                right=[dlq_depth, handover_dlq_depth],
                 width=8,
             ),
         )
@@ -150,6 +154,14 @@ class Monitoring(Construct):
                 "DeadLetterAlarm",
                 "nexttick: worker invocations failed after retries (see the DLQ)",
                 dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ALARM_PERIOD, statistic="Maximum"
+                ),
+            ),
+            alarm(
+                "HandoverDeadLetterAlarm",
+                "nexttick: hand-over invocations of the worker failed after retries (see its DLQ and "
+                "the worker's logs; the rule stays armed as the backstop)",
+                handover_dead_letters.metric_approximate_number_of_messages_visible(
                     period=_ALARM_PERIOD, statistic="Maximum"
                 ),
             ),

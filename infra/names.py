@@ -70,6 +70,15 @@ KEEPER_MAX_RECORD_AGE_SECONDS = 3600
 KEEPER_TIMEOUT_SECONDS = 30
 KEEPER_MEMORY_MB = 256
 
+# The wait hand-over (infra/handover.py): the worker reads the queue's URL from this variable (unset:
+# it waits inside its own invocation) and may only send to the queue; the queue's trigger consumes.
+HANDOVER_QUEUE_URL_ENV = "NEXTTICK_HANDOVER_QUEUE_URL"
+HANDOVER_SEND_ACTIONS = ("sqs:SendMessage",)
+HANDOVER_CONSUME_ACTIONS = ("sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage")
+# A message lives at most its delay (15 min) plus a visibility timeout per receive: an hour is plenty.
+HANDOVER_RETENTION_SECONDS = 3600
+HANDOVER_MAX_RECEIVES = 3  # then the message goes to the hand-over's dead-letter queue (alarmed)
+
 # The event the post-deploy step sends to the worker (README, "What a deploy does to a pending schedule").
 SYNC_EVENT = {"source": constants.WORKER_EVENT_SOURCE, "action": constants.WORKER_EVENT_SYNC}
 
@@ -111,6 +120,14 @@ class ResourceNames:
     @property
     def dead_letter_queue(self) -> str:
         return f"{self.prefix}-worker-dlq"
+
+    @property
+    def handover_queue(self) -> str:
+        return f"{self.prefix}-worker-handover"
+
+    @property
+    def handover_dead_letter_queue(self) -> str:
+        return f"{self.prefix}-worker-handover-dlq"
 
     @property
     def dashboard(self) -> str:

@@ -1,4 +1,5 @@
-"""The nexttick stack: task store, rule + worker, keeper, API and monitoring, plus the deploy outputs."""
+"""The nexttick stack: task store, rule + worker, the worker's wait hand-over, keeper, API and
+monitoring, plus the deploy outputs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from constructs import Construct
 from infra import names
 from infra.api import Api
 from infra.config import InfraConfig
+from infra.handover import Handover
 from infra.keeper import Keeper
 from infra.monitoring import Monitoring
 from infra.scheduler import RuleAndWorker
@@ -19,8 +21,10 @@ from infra.task_table import TaskTable
 
 class NextTickStack(Stack):
     """`sync_token=None` is the moto variant: it leaves out the post-deploy rule sync (a custom
-    resource moto cannot run) and the keeper's stream trigger (moto would run the placeholder code
-    on every write; the local stack feeds the stream to the keeper itself)."""
+    resource moto cannot run), the keeper's stream trigger (moto would run the placeholder code on
+    every write; the local stack feeds the stream to the keeper itself) and the hand-over queue's
+    trigger (the queue and the worker's variable naming it stay, for the local stack to feed the
+    queue to the worker)."""
 
     def __init__(
         self,
@@ -44,6 +48,13 @@ class NextTickStack(Stack):
         self.scheduler = RuleAndWorker(
             self, "Scheduler", config=config, store=self.store, code=code, sync_token=sync_token
         )
+        self.handover = Handover(
+            self,
+            "Handover",
+            config=config,
+            worker=self.scheduler.worker.function,
+            trigger=sync_token is not None,
+        )
         self.keeper = Keeper(
             self, "Keeper", config=config, store=self.store, code=code, trigger=sync_token is not None
         )
@@ -57,6 +68,7 @@ class NextTickStack(Stack):
             dead_letter_queue=self.scheduler.dead_letter_queue,
             keeper=self.keeper.handler.function,
             keeper_failures=self.keeper.failures,
+            handover_dead_letters=self.handover.dead_letter_queue,
         )
         CfnOutput(self, names.OUTPUT_API_URL, value=self.api.url, description="Base URL (SigV4-signed calls)")
         CfnOutput(self, names.OUTPUT_TABLE, value=self.store.table.table_name, description="Task table")

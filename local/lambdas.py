@@ -25,6 +25,7 @@ from nexttick.clock import SystemClock
 logger = logging.getLogger("local-stack")
 
 Handler = Callable[[dict[str, Any], Any], Any]
+Settle = Callable[[bool], None]  # told whether a polled invocation returned (True) or raised
 # Lambda retries a failed asynchronous invocation twice, about one and two minutes later.
 ASYNC_RETRY_DELAYS: tuple[float, ...] = (60.0, 120.0)
 
@@ -72,7 +73,8 @@ class SleepCountingClock(SystemClock):
 
 
 class LocalFunction:
-    """One function: synchronous calls, and asynchronous ones queued to `concurrency` threads."""
+    """One function: synchronous calls, and asynchronous and polled ones queued to `concurrency`
+    threads (the function's concurrency, shared as reserved concurrency is in Lambda)."""
 
     def __init__(
         self,
@@ -89,7 +91,7 @@ class LocalFunction:
         self.timeout_seconds = timeout_seconds
         self.region = region
         self.retry_delays = tuple(retry_delays)
-        self._queue: queue.Queue[tuple[dict[str, Any], int] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[dict[str, Any], int, Settle | None] | None] = queue.Queue()
         self._timers: set[threading.Timer] = set()
         self._lock = threading.Condition()
         self._busy = 0  # queued or running asynchronous invocations
@@ -123,12 +125,23 @@ class LocalFunction:
                 return
             if delay <= 0:
                 self._busy += 1
-                self._queue.put((event, attempt))
+                self._queue.put((event, attempt, None))
                 return
             timer = threading.Timer(delay, self._fire_timer, args=(event, attempt))
             timer.daemon = True
             self._timers.add(timer)
             timer.start()
+
+    def invoke_polled(self, event: dict[str, Any], settle: Settle) -> bool:
+        """An event source mapping's invocation (local/handover.py): queued as an asynchronous one,
+        not retried (the source decides what a failure means), then `settle(returned)` on the
+        invocation's thread. False when the function is stopping: nothing is queued."""
+        with self._lock:
+            if self._stopping:
+                return False
+            self._busy += 1
+            self._queue.put((event, 1, settle))
+            return True
 
     def _fire_timer(self, event: dict[str, Any], attempt: int) -> None:
         with self._lock:
@@ -140,20 +153,30 @@ class LocalFunction:
             item = self._queue.get()
             if item is None:
                 return
-            event, attempt = item
+            event, attempt, settle = item
             with self._lock:
                 self._running += 1
             try:
-                self.invoke(event)
-            except Exception:
-                logger.exception("%s: asynchronous invocation failed (attempt %d)", self.name, attempt)
-                if attempt <= len(self.retry_delays):
-                    self.invoke_async(event, self.retry_delays[attempt - 1], attempt + 1)
+                returned = self._run_queued(event, attempt, retried=settle is None)
+                if settle is not None:
+                    settle(returned)
             finally:
                 with self._lock:
                     self._busy -= 1
                     self._running -= 1
                     self._lock.notify_all()
+
+    def _run_queued(self, event: dict[str, Any], attempt: int, *, retried: bool) -> bool:
+        """Whether the invocation returned; a failed asynchronous one is retried as in Lambda."""
+        try:
+            self.invoke(event)
+            return True
+        except Exception:
+            kind = "asynchronous" if retried else "polled"
+            logger.exception("%s: %s invocation failed (attempt %d)", self.name, kind, attempt)
+            if retried and attempt <= len(self.retry_delays):
+                self.invoke_async(event, self.retry_delays[attempt - 1], attempt + 1)
+            return False
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no asynchronous invocation is queued or running; False on timeout."""

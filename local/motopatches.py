@@ -1,6 +1,7 @@
 """What the local stack changes in moto, applied in one place: a Query that reads only what it
-returns, item answers and stream records as plain JSON, expressions parsed once, and a dispatcher
-that does not list moto's package per request. The test suite's in-process moto is lightened the
+returns, item answers and stream records as plain JSON, expressions parsed once, a dispatcher
+that does not list moto's package per request, and SQS long polls answered when a message becomes
+visible. The test suite's in-process moto is lightened the
 same way (tests/conftest.py), so the suite runs against the emulator the local stack and the bench
 use.
 
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from local import moto_answers, moto_expressions, moto_projection, moto_query, moto_routing
+from local import moto_answers, moto_expressions, moto_projection, moto_query, moto_routing, moto_sqs
 
 PATCH_MODULES: tuple[ModuleType, ...] = (
     moto_query,
@@ -26,6 +27,7 @@ PATCH_MODULES: tuple[ModuleType, ...] = (
     moto_answers,
     moto_expressions,
     moto_routing,
+    moto_sqs,
 )
 
 
@@ -49,3 +51,9 @@ def route_without_listing_moto() -> None:
     methods each time (local/moto_routing.py). Idempotent."""
     moto_routing.keep_moto_module_list()
     moto_routing.keep_handler_action_names()
+
+
+def answer_long_polls_on_time() -> None:
+    """Answer an SQS long poll when a delayed or in-flight message becomes visible, not up to a
+    second later (local/moto_sqs.py). Idempotent."""
+    moto_sqs.wake_long_polls_when_visible()

@@ -10,6 +10,7 @@ response leaves, so what the emulator acknowledged survives any end of the proce
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import threading
@@ -28,7 +29,7 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from local.motopatches import lighten_dynamodb, route_without_listing_moto
+from local.motopatches import answer_long_polls_on_time, lighten_dynamodb, route_without_listing_moto
 
 RULE_CHANGING_TARGETS = frozenset(
     {"AWSEvents.PutRule", "AWSEvents.DeleteRule", "AWSEvents.EnableRule", "AWSEvents.DisableRule"}
@@ -39,6 +40,11 @@ RULE_CHANGING_TARGETS = frozenset(
 WRITE_TARGETS = frozenset(
     f"DynamoDB_20120810.{op}" for op in ("PutItem", "UpdateItem", "BatchWriteItem", "TransactWriteItems")
 )
+
+
+# SQS requests (JSON protocol) are served outside the request lock: they share nothing with the table
+# and the rule, and a long poll would hold the lock, and every other request, for its whole wait.
+SQS_TARGET_PREFIX = "AmazonSQS."
 
 
 # The header of the requests still served once the server is frozen (the shutdown snapshot).
@@ -116,7 +122,8 @@ class RuleChangeNotifier:
             status.append(code)
             return start_response(code, headers, exc_info)
 
-        with self.serial:
+        serial = contextlib.nullcontext() if (target or "").startswith(SQS_TARGET_PREFIX) else self.serial
+        with serial:
             # moto has applied the change when this returns; werkzeug sends nothing before we return
             body = list(self.app(environ, respond))
             if request is not None and status and status[-1].startswith("2"):
@@ -234,6 +241,7 @@ class MotoServer:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per AWS call
         lighten_dynamodb()
         route_without_listing_moto()
+        answer_long_polls_on_time()
         self.notifier = RuleChangeNotifier(DomainDispatcherApplication(create_backend_app))
         self._server: BaseWSGIServer = make_server(
             "127.0.0.1", port, self.notifier, threaded=True, request_handler=MotoRequestHandler

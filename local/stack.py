@@ -1,6 +1,6 @@
 """`nexttick local`: moto server (in a process of its own, with the journal) + resources + worker
-and API handlers in-process + emulated EventBridge, with every acknowledged change journaled and
-the state restored on start."""
+and API handlers in-process + emulated EventBridge and the keeper's and hand-over's triggers, with
+every acknowledged change journaled and the state restored on start."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import boto3
 
 from local import endpoints, handlers, preflight, resources, state
 from local.emulator import EventBridgeEmulator, FiringPolicy
+from local.handover import LocalHandover
 from local.keeper import LocalKeeper
 from local.lambdas import InvokeEndpoint, LocalFunction, SleepCountingClock
 from local.motoprocess import EmulatorError, MotoProcess
@@ -23,6 +24,8 @@ from local.options import EMULATOR_CREDENTIALS, LocalOptions, drop_profile
 from nexttick import constants
 
 logger = logging.getLogger("local-stack")  # no "nexttick" in the name: Powertools filters those from root
+
+HANDOVER_JOIN_SECONDS = 5.0  # for the hand-over's poll to end once the emulator has stopped
 
 
 def _mark_snapshot_request(request: Any, **_: Any) -> None:
@@ -61,6 +64,7 @@ class LocalStack:
         self.worker: LocalFunction | None = None
         self.emulator: EventBridgeEmulator | None = None
         self.keeper: LocalKeeper | None = None
+        self.handover: LocalHandover | None = None
         self.api: Any = None
         self.names: resources.StackNames | None = None
         self.restored_tasks = 0
@@ -100,6 +104,9 @@ class LocalStack:
         # The keeper keeps what is written from here on; the sync invocation below covers the restore.
         keeper = LocalKeeper.for_stack(moto, clients["cloudformation"], deployed.table, opts.region)
         self.keeper = keeper.start()
+        # The hand-over queue's trigger: a worker that handed its wait over is continued on time.
+        handover = LocalHandover.for_stack(moto.url, opts.region, self.worker)
+        self.handover = handover.start() if handover is not None else None
         self.api = handlers.serve_api(opts)
         # Whatever came due while stopped runs now (subject to its misfire policy); the rule is
         # re-derived from the table.
@@ -179,10 +186,10 @@ class LocalStack:
         self.phase = "closing the API and the emulated EventBridge"
         if self.api is not None:
             self.api.shutdown()
-        if self.emulator is not None:
-            self.emulator.stop()
-        if self.keeper is not None:
-            self.keeper.stop()
+        # What invokes the worker invokes it no more.
+        for trigger in (self.emulator, self.keeper, self.handover):
+            if trigger is not None:
+                trigger.stop()
         if self.endpoint is not None:
             self.endpoint.stop()
         if self.worker is not None:
@@ -200,23 +207,31 @@ class LocalStack:
             self.phase = "recording the completions of deliveries that have finished"
             if not worker_drain.wait_for_completions(worker_drain.COMPLETION_GRACE_SECONDS):
                 logger.warning("a completion could not be recorded before shutdown; it runs again")
-        saved = False
-        if self._clients is not None and self.names is not None and self.moto is not None:
-            self.phase = f"saving the state to {self.state_file}"
-            try:
-                self.moto.freeze()  # abandoned invocations can no longer change the state
-                self.moto.compact()  # the whole state in state.json, the journal emptied
-                saved = True
-            except EmulatorError:
-                # What it acknowledged is in the journal, replayed at the next start.
-                logger.exception("the emulator could not save the state")
+        saved = self._save()
         self.phase = "stopping the emulator"
         if self.moto is not None:
-            self.moto.stop()  # closes the journal too
+            self.moto.stop()  # closes the journal too, and ends the hand-over's poll
+        if self.handover is not None and not self.handover.join(HANDOVER_JOIN_SECONDS):
+            logger.warning("the hand-over queue's poll did not end with the emulator")
         if self._lock is not None:
             self._lock.close()
         worker_drain.resume()  # for a stack started next in this process
         return saved
+
+    def _save(self) -> bool:
+        """Freeze the emulator and fold its journal into a snapshot, if this stack got as far as
+        owning the state; whether it did."""
+        if self._clients is None or self.names is None or self.moto is None:
+            return False
+        self.phase = f"saving the state to {self.state_file}"
+        try:
+            self.moto.freeze()  # abandoned invocations can no longer change the state
+            self.moto.compact()  # the whole state in state.json, the journal emptied
+            return True
+        except EmulatorError:
+            # What it acknowledged is in the journal, replayed at the next start.
+            logger.exception("the emulator could not save the state")
+            return False
 
     def emulator_running(self) -> bool:
         """Whether the emulator process is still there (what it acknowledged is journaled if not)."""

@@ -13,7 +13,7 @@ import time_machine
 from moto import mock_aws
 
 from editor import Editor
-from local.motopatches import lighten_dynamodb, route_without_listing_moto
+from local.motopatches import answer_long_polls_on_time, lighten_dynamodb, route_without_listing_moto
 from local.resources import create_resources
 from nexttick.config import NextTickSettings
 from tests.support.aws import FAKE_AWS_ENV, RecordedRuntime
@@ -25,6 +25,7 @@ def pytest_configure(config: pytest.Config) -> None:
     serializer alone took a third of the fault sweeps' time."""
     lighten_dynamodb()
     route_without_listing_moto()
+    answer_long_polls_on_time()
 
 
 TESTS = Path(__file__).parent

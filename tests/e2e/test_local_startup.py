@@ -327,6 +327,9 @@ def test_ctrl_c_does_not_wait_for_a_sleeping_worker_and_the_restart_delivers_on_
             f"{SLEEPING_STOP_GRACE:g}",
             actions={"hook": {"type": "webhook", "url": receiver.url}},
         )
+        # Without a hand-over queue the woken worker sleeps through the wait (with one it would hand
+        # the wait to a message and end: nothing would be left sleeping at the Ctrl-C)
+        stack.env["NEXTTICK_HANDOVER_QUEUE_URL"] = ""
         stack.start()
         created = stack.post({"action": "hook", "delay_seconds": DUE_AFTER_RESTART, "id": "after-restart"})
         due = parse_time(created["due"])
@@ -337,7 +340,7 @@ def test_ctrl_c_does_not_wait_for_a_sleeping_worker_and_the_restart_delivers_on_
         # Then the stack stops at once, saving the state, without abandoning anything
         assert code == 0 and seconds < SLEEPING_STOP_SECONDS, (seconds, stack.output()[-4000:])
         assert f"stopped; state saved to {stack.state_dir / 'state.json'}" in stack.lines()
-        assert "abandoned" not in stack.output()
+        assert "abandoned" not in stack.output() and "handed-over" not in stack.output()
         assert receiver.of("after-restart") == []
         # And when it is started again before the task is due
         stack.start()

@@ -29,6 +29,10 @@ def _keeper(t: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return only(t, "AWS::Lambda::Function", FunctionName=KEEPER)
 
 
+def _trigger(t: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return only(t, "AWS::Lambda::EventSourceMapping", FunctionName={"Ref": _keeper(t)[0]})
+
+
 def _statements(t: dict[str, Any]) -> list[dict[str, Any]]:
     role_ref = _keeper(t)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
     return [
@@ -74,7 +78,7 @@ def test_stream_trigger_retries_a_bounded_number_of_times_bisecting_then_reports
     keeper_id, _ = _keeper(t)
     table_id, _ = only(t, "AWS::DynamoDB::Table")
     queue_id, _ = only(t, "AWS::SQS::Queue", QueueName=FAILURE_QUEUE)
-    (_, mapping) = only(t, "AWS::Lambda::EventSourceMapping")
+    (_, mapping) = _trigger(t)
     p = mapping["Properties"]
     assert p["FunctionName"] == {"Ref": keeper_id}
     assert p["EventSourceArn"] == {"Fn::GetAtt": [table_id, "StreamArn"]}
@@ -90,7 +94,7 @@ def test_stream_trigger_retries_a_bounded_number_of_times_bisecting_then_reports
 def test_stream_trigger_passes_only_task_and_rule_record_inserts_and_modifications(
     deploy: Synthesized,
 ) -> None:
-    (_, mapping) = only(deploy.template, "AWS::Lambda::EventSourceMapping")
+    (_, mapping) = _trigger(deploy.template)
     patterns = [json.loads(f["Pattern"]) for f in mapping["Properties"]["FilterCriteria"]["Filters"]]
     # (a task's run records share its partition: the sort key tells them from the task)
     assert patterns == [
@@ -147,7 +151,7 @@ def _matches(pattern: Any, value: Any) -> bool:
 
 def test_the_local_stacks_keeper_sees_what_the_deployed_filters_pass(deploy: Synthesized) -> None:
     # Given the deployed trigger's patterns and the local stack's rule (reaches_keeper)
-    (_, mapping) = only(deploy.template, "AWS::Lambda::EventSourceMapping")
+    (_, mapping) = _trigger(deploy.template)
     patterns = [json.loads(f["Pattern"]) for f in mapping["Properties"]["FilterCriteria"]["Filters"]]
     home_sk = keys.home_sort_key(keys.new_home_id(datetime(2030, 1, 1, tzinfo=UTC)))
     home = {"pk": {"S": "Q#003"}, "sk": {"S": home_sk}}

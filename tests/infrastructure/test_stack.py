@@ -21,6 +21,7 @@ from tests.infrastructure.conftest import (
 
 WORKER = constants.DEFAULT_WORKER_FUNCTION_NAME
 API = constants.DEFAULT_API_FUNCTION_NAME
+HANDOVER_QUEUE = CONFIG.resource_names.handover_queue
 
 
 def _function(t: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
@@ -103,7 +104,9 @@ def test_worker_timeout_memory_concurrency_and_environment(deploy: Synthesized) 
     assert p["MemorySize"] == 512
     assert p["ReservedConcurrentExecutions"] == 10
     env = p["Environment"]["Variables"]
-    assert env == CONFIG.runtime_environment()
+    handover_id, _ = only(deploy.template, "AWS::SQS::Queue", QueueName=HANDOVER_QUEUE)
+    # (the hand-over queue's URL is the worker's alone: test_handover.py)
+    assert env == {**CONFIG.runtime_environment(), names.HANDOVER_QUEUE_URL_ENV: {"Ref": handover_id}}
     assert env["NEXTTICK_TABLE"] == constants.DEFAULT_TABLE_NAME
     assert env["NEXTTICK_RULE"] == constants.DEFAULT_RULE_NAME
     assert env["NEXTTICK_WORKER_FUNCTION"] == WORKER
@@ -195,7 +198,11 @@ def test_action_targets_are_granted_exactly_on_the_worker_only(deploy: Synthesiz
                 found += [flatten(r) for r in (res if isinstance(res, list) else [res])]
         return sorted(found)
 
-    assert resources("sqs:SendMessage") == ["arn:aws:sqs:eu-west-1:111122223333:orders"]
+    handover_id, _ = only(t, "AWS::SQS::Queue", QueueName=HANDOVER_QUEUE)
+    assert resources("sqs:SendMessage") == [  # (and the hand-over queue: test_handover.py)
+        "${" + handover_id + ".Arn}",
+        "arn:aws:sqs:eu-west-1:111122223333:orders",
+    ]
     assert resources("sns:Publish") == ["arn:aws:sns:eu-west-1:111122223333:alerts"]
     assert resources("events:PutEvents") == [
         "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/orders-bus"
@@ -296,11 +303,11 @@ def test_alarms_on_lateness_failures_dead_letters_and_worker_errors_notify_by_em
     deploy: Synthesized,
 ) -> None:
     t = deploy.template
-    # (the keeper's two alarms are asserted in test_keeper.py)
+    # (the keeper's two alarms are asserted in test_keeper.py, the hand-over's in test_handover.py)
     alarms = {
         a["Properties"]["MetricName"]: a["Properties"]
         for logical_id, a in resources_of(t, "AWS::CloudWatch::Alarm").items()
-        if "Keeper" not in logical_id
+        if "Keeper" not in logical_id and "Handover" not in logical_id
     }
     assert set(alarms) == {"lateness", "failures", "ApproximateNumberOfMessagesVisible", "Errors"}
     assert alarms["lateness"]["ExtendedStatistic"] == "p99"
