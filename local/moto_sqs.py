@@ -1,7 +1,7 @@
 """How the local stack's moto answers an SQS long poll: as soon as a delayed or in-flight message
 becomes visible, not at moto's next re-scan of the queue, up to a second later (moto re-scans when
 a message is sent, or once a second). The local stack long-polls the worker's hand-over queue for
-messages delayed to a couple of seconds before a task's instant: a second late, the task is too.
+messages delayed to about a second and a half before a task's instant: a second late, the task is too.
 
 Written for moto 5.2.5 (`MOTO_VERSION`); `FINGERPRINTS` records the moto functions the patch
 replaces or relies on, checked by tests/unit/test_motopatches.py.
