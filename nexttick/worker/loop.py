@@ -169,7 +169,7 @@ class Worker:
             wait_seconds = max(MIN_WAIT_SECONDS, self.sharing.seconds_until_yield_ends())
         elif self._hand_over(head, wait_seconds):
             return self._finish("handed-over", "the wait goes on in the invocation its message starts")
-        elif self.runtime.handover is not None:  # what is left after a send that did not hand over
+        else:  # what is left of it now (a send that did not hand over took some of it)
             wait_seconds = max((head - self.wake_ahead - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
         self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
         return None
