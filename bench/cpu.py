@@ -7,12 +7,12 @@ per fire would save.
 
 How: the stand-in (bench/standin.py) without latency in a process of its own, 2,000 one-shot
 `log` tasks due now (bulk-loaded), and the real worker handler run once in this process, as Lambda
-runs it (its NEXTTICK_* environment as bench/fanout.py sets it; stdout, where it prints its logs
-and metrics, to /dev/null). Process CPU (`time.process_time`, every thread) over the invocation,
-per fire. A request's CPU is its thread's CPU (`time.thread_time`) from botocore's first event of
-the call (`provide-client-params`: before validation and serialisation) to its `after-call` (the
-answer parsed), on the store's client; the remainder is the rest of the invocation's CPU
-(PynamoDB's models, the record mapping, the loop, threads, logging and metrics). Then the client's
+runs it (its NEXTTICK_* environment as bench/fanout.py sets it; metrics on, as deployed, printed
+to /dev/null). Process CPU (`time.process_time`, every thread) over the invocation, per fire.
+A request's CPU is its thread's CPU (`time.thread_time`) from botocore's first event of the call
+(`provide-client-params`: before validation and serialisation) to its `after-call` (the answer
+parsed), on the store's client; the remainder is the rest of the invocation's CPU (PynamoDB's
+models, the record mapping, the loop, threads, logging and metrics). Then the client's
 floor, single-threaded: one GetItem of the same item through a stock botocore client, through the
 store's client (its light path for data-plane requests) and as the store's `get_task`.
 """
@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest import mock
 
 from bench.harness import ACTIONS, bulk_load, served_runtime
 from bench.standin import standin_process
@@ -81,7 +82,11 @@ def worker_cpu(tasks: int, pool_size: int) -> dict[str, Any]:
         worker_handler.use(runtime, build_registry(runtime.settings.action_definitions(), runtime.settings))
         ids = bulk_load(runtime.store, tasks, datetime.now(UTC) - timedelta(seconds=1), timedelta(0), None)
         requests = RequestClock(runtime.store.models.task._get_connection().connection.client)
-        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        with (
+            open(os.devnull, "w") as devnull,
+            contextlib.redirect_stdout(devnull),
+            mock.patch.dict(os.environ, POWERTOOLS_METRICS_DISABLED="false"),  # as deployed
+        ):
             began = time.process_time()
             result = worker_handler.handler(
                 EVENT, LambdaContext(runtime.settings.worker_function, TIMEOUT_SECONDS)

@@ -287,11 +287,9 @@ class Worker:
             elif outcome.result in (RunResult.STALE, RunResult.ERROR):
                 self._counts[f"{outcome.result}_entries"] += 1
             if outcome.lateness_ms is not None:
-                metrics.add_metric(
-                    name=constants.METRIC_LATENESS, unit=MetricUnit.Milliseconds, value=outcome.lateness_ms
-                )
-                # Also per action and schedule kind: printed by dimension set at the pass's end.
+                # Printed at the pass's end: dimensionless (the alarms') and per action and schedule kind.
                 by = (("action", outcome.action or "unknown"), ("kind", outcome.kind or "unknown"))
+                self._lateness_by_kind[()].append(outcome.lateness_ms)
                 self._lateness_by_kind[by].append(outcome.lateness_ms)
                 if outcome.lateness_ms > constants.LATE_RUN_THRESHOLD_SECONDS * 1000:
                     self._counts[constants.METRIC_LATE_RUNS] += 1

@@ -124,3 +124,18 @@ def test_dimensioned_metrics_print_nothing_when_metrics_are_disabled(
         ({"service": SERVICE, "action": "hook", "kind": "cron"}, "lateness", [3.0]),
     ]
     assert powertools_metrics.metric_set == {}
+
+
+def test_a_dimension_set_with_more_than_a_hundred_values_prints_a_line_per_hundred(
+    metrics_on: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given 250 values for the shared (service-only) dimension set, as a large pass collects
+    values = [float(v) for v in range(250)]
+    capsys.readouterr()
+    # When they are emitted
+    emit_by_dimensions("lateness", MetricUnit.Milliseconds, {(): values})
+    # Then CloudWatch's limit of 100 values per metric and document holds, and none is lost
+    printed = emf_values(capsys.readouterr().out)
+    assert [len(batch) for _, _, batch in printed] == [100, 100, 50]
+    assert [v for _, _, batch in printed for v in batch] == values
+    assert all(dims == {"service": SERVICE} and name == "lateness" for dims, name, _ in printed)
