@@ -355,7 +355,8 @@ def _lateness_section(results: Results) -> str:
         + table(rows, ["precision", "n", "duplicates", "early", "p50_s", "p90_s", "p99_s", "max_s"])
         + f"\nBurst, `second` precision: {number(bt['tasks'])} tasks due at one instant: first delivered "
         f"{number(bt['first_s'], ' s')} after it, last {number(bt['last_s'], ' s')}.\n\n"
-        f"Idle CPU, % of a core over 20 s: {cell(lt['idle_cpu_percent_of_a_core'])}.\n"
+        "Idle CPU, % of a core (right after the start, the quietest of three 10 s windows: "
+        f"bench/localstack.py `idle_cpu`): {cell(lt['idle_cpu_percent_of_a_core'])}.\n"
         + _figure(
             results,
             "lateness",
