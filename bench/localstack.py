@@ -20,6 +20,7 @@ from typing import Any
 
 import requests
 
+from local.gateway import LISTEN_BACKLOG
 from local.options import EMULATOR_CREDENTIALS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,6 +61,9 @@ class Receiver(ThreadingHTTPServer):
     `fail_first`, 200 otherwise."""
 
     daemon_threads = True
+    # A burst's deliveries connect all at once (a worker's pool of 32, and its helper invocations'):
+    # socketserver's backlog of 5 reset some, and the worker rightly retried them seconds later.
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _ReceiverHandler)
