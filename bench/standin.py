@@ -63,6 +63,7 @@ from moto.core.exceptions import JsonRESTError
 from bench.latency import LATENCY_MS, delay
 from bench.standin_backend import DynamoBackend
 from bench.standin_table import Json
+from local.gateway import LISTEN_BACKLOG
 from local.moto_expressions import evaluate_expressions_once
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,6 +126,9 @@ class StandIn(ThreadingHTTPServer):
     `latency`: operation -> ms slept per request (bench/latency.py; empty for none)."""
 
     daemon_threads = True
+    # A worker's pool opens its 32 connections at once: socketserver's backlog of 5 dropped some
+    # connection attempts, each retried by the kernel a second later (a 1 s claim in a burst).
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, latency: Mapping[str, float] = LATENCY_MS, port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
