@@ -6,14 +6,15 @@ from __future__ import annotations
 
 WHY: dict[str, str] = {
     "burst": (
-        "the worker is no longer what bounds it: a fire costs about 4.3 ms of worker CPU on this machine "
-        "(cpu section: two DynamoDB requests — the claim, whose answer is the task, and the completion "
-        "— at about 0.9 ms each through the store's light client, the rest the loop, the record "
-        "mapping, Powertools logging and metrics), and in a 500-task pooled run the worker process "
-        "used 2.9 s of CPU in 6.3 s while the stand-in, on the same two cores, used 4.8 s (its HTTP "
-        "handling and moto's condition and expression evaluation for every request under its one "
-        "lock). Closing it: a lighter stand-in (the figure is then the worker's again), less CPU per "
-        "fire, or what the design does for large bursts: more invocations (fan-out, below)."
+        "CPU on this machine's two cores, shared by the worker and the stand-in: a fire costs about "
+        "1.5 ms of worker CPU (cpu section: two DynamoDB requests, the claim, whose answer is the "
+        "task, and the completion, through the store's light client; the rest the loop, the record "
+        "mapping, Powertools logging), and in a 1,000-task pooled run drained in 2.8 s the worker "
+        "process used 2.2 s of CPU (its start-up included) and the stand-in 1.8 s (its HTTP "
+        "handling and moto's condition evaluation for every request under its one lock). The "
+        "machine's own speed moves it: a stock botocore GetItem cost 1.0 ms of CPU in one session "
+        "and 3.0 ms in another, and the figure with it. Closing it: less CPU per fire, or what the "
+        "design does for large bursts: more invocations (fan-out, below)."
     ),
     "dense units": (
         "a one-shot task created without a client id is one item, its first queue entry: 1 write to "
@@ -83,13 +84,13 @@ WHY: dict[str, str] = {
         "(each invocation waiting on I/O) shows how the fan-out scales while CPU is free."
     ),
     "fanout projected": (
-        "Lambda gives a 512 MB function about 0.29 vCPU, so at the measured CPU per fire (about 4.3 ms "
-        "in the cpu section, 4.1 to 5.7 ms in the fan-out's sandbox processes with the pool of 32, the "
-        "most when 4 share 2 cores) one invocation fires about 50 tasks per second; 1,000 fires/s "
-        "needs more invocations (`max_invocations` and reserved concurrency), more memory per "
-        "invocation (its CPU share: 8 "
-        "invocations of 1,769 MB are projected at about 890), or less CPU per fire. The projection "
-        "table lists the figure for each."
+        "Lambda gives a 512 MB function about 0.29 vCPU, so the CPU per fire bounds one invocation: "
+        "the projection takes the most the fan-out measured (1.7 ms per fire in one invocation with "
+        "the pool of 32, 2.2-2.4 ms when 4 sandboxes and the stand-in share the 2 cores), about 120 "
+        "fires per second per invocation, 981 and 1,034 with 8 in two runs on a quiet machine (420 "
+        "when the same code measured 5.5 ms on a busy one). 1,000 fires/s with margin needs more "
+        "invocations (`max_invocations` and reserved concurrency), more memory per invocation (its "
+        "CPU share; the projection table lists 1,769 MB), or less CPU per fire."
     ),
     "list page": (
         "a page reads the same items whatever the backlog (one round of 16 Queries, about 50 queue "
