@@ -181,41 +181,43 @@ class LocalStack:
 
         # Worker invocations claim nothing more: the grace below goes to the occurrences they hold.
         worker_drain.stop_claiming()
-        if self._published:
-            endpoints.remove(self.options.state_dir)
-        self.phase = "closing the API and the emulated EventBridge"
-        if self.api is not None:
-            self.api.shutdown()
-        # What invokes the worker invokes it no more.
-        for trigger in (self.emulator, self.keeper, self.handover):
-            if trigger is not None:
-                trigger.stop()
-        if self.endpoint is not None:
-            self.endpoint.stop()
-        if self.worker is not None:
-            self.phase = (
-                f"waiting up to {self.options.stop_grace:g} s for worker invocations that are delivering "
-                "tasks (running now: {running}, of which sleeping: {sleeping})"
-            )
-            if not self.worker.stop(self.options.stop_grace, resumable=self.clock.sleeping):
-                logger.warning(
-                    "worker invocations still delivering at shutdown are abandoned (as at a Lambda "
-                    "timeout); their occurrences run again after the claim lease"
+        try:
+            if self._published:
+                endpoints.remove(self.options.state_dir)
+            self.phase = "closing the API and the emulated EventBridge"
+            if self.api is not None:
+                self.api.shutdown()
+            # What invokes the worker invokes it no more.
+            for trigger in (self.emulator, self.keeper, self.handover):
+                if trigger is not None:
+                    trigger.stop()
+            if self.endpoint is not None:
+                self.endpoint.stop()
+            if self.worker is not None:
+                self.phase = (
+                    f"waiting up to {self.options.stop_grace:g} s for worker invocations that are delivering "
+                    "tasks (running now: {running}, of which sleeping: {sleeping})"
                 )
-            # A delivery that has happened is recorded before the state is frozen (or it would run
-            # again after the restart).
-            self.phase = "recording the completions of deliveries that have finished"
-            if not worker_drain.wait_for_completions(worker_drain.COMPLETION_GRACE_SECONDS):
-                logger.warning("a completion could not be recorded before shutdown; it runs again")
-        saved = self._save()
-        self.phase = "stopping the emulator"
-        if self.moto is not None:
-            self.moto.stop()  # closes the journal too, and ends the hand-over's poll
-        if self.handover is not None and not self.handover.join(HANDOVER_JOIN_SECONDS):
-            logger.warning("the hand-over queue's poll did not end with the emulator")
-        if self._lock is not None:
-            self._lock.close()
-        worker_drain.resume()  # for a stack started next in this process
+                if not self.worker.stop(self.options.stop_grace, resumable=self.clock.sleeping):
+                    logger.warning(
+                        "worker invocations still delivering at shutdown are abandoned (as at a Lambda "
+                        "timeout); their occurrences run again after the claim lease"
+                    )
+                # A delivery that has happened is recorded before the state is frozen (or it would run
+                # again after the restart).
+                self.phase = "recording the completions of deliveries that have finished"
+                if not worker_drain.wait_for_completions(worker_drain.COMPLETION_GRACE_SECONDS):
+                    logger.warning("a completion could not be recorded before shutdown; it runs again")
+            saved = self._save()
+            self.phase = "stopping the emulator"
+            if self.moto is not None:
+                self.moto.stop()  # closes the journal too, and ends the hand-over's poll
+            if self.handover is not None and not self.handover.join(HANDOVER_JOIN_SECONDS):
+                logger.warning("the hand-over queue's poll did not end with the emulator")
+            if self._lock is not None:
+                self._lock.close()
+        finally:
+            worker_drain.resume()  # for a stack started next in this process, even after a failed stop
         return saved
 
     def _save(self) -> bool:

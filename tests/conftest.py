@@ -16,6 +16,7 @@ from editor import Editor
 from local.motopatches import answer_long_polls_on_time, lighten_dynamodb, route_without_listing_moto
 from local.resources import create_resources
 from nexttick.config import NextTickSettings
+from nexttick.worker import drain
 from tests.support.aws import FAKE_AWS_ENV, RecordedRuntime
 
 
@@ -26,6 +27,16 @@ def pytest_configure(config: pytest.Config) -> None:
     lighten_dynamodb()
     route_without_listing_moto()
     answer_long_polls_on_time()
+
+
+@pytest.fixture(autouse=True)
+def worker_claims_resumed() -> Iterator[None]:
+    """A test that leaves this process's worker invocations stopped (`nexttick.worker.drain`, which a
+    local stack's stop sets) errors here, not in whichever worker test runs next in the process."""
+    yield
+    if drain.stopping():
+        drain.resume()
+        pytest.fail("the test left this process's worker invocations stopped (nexttick.worker.drain)")
 
 
 TESTS = Path(__file__).parent

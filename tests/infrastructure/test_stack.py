@@ -358,7 +358,7 @@ def test_rule_properties_do_not_depend_on_the_deploy(
 
 def test_dashboard_and_alarm_metric_names_are_the_ones_the_worker_emits() -> None:
     # Given the worker's source (its add_metric calls name a constant or a literal; the counts it
-    # adds once per pass are tallied under a constant first)
+    # adds once per pass are tallied under a constant first; lateness goes out by dimension set)
     import re
     from pathlib import Path
 
@@ -366,9 +366,8 @@ def test_dashboard_and_alarm_metric_names_are_the_ones_the_worker_emits() -> Non
     sources = list((root / "nexttick" / "worker").glob("*.py"))
     texts = [path.read_text() for path in sources]
     literals = {m for text in texts for m in re.findall(r'add_metric\(\s*name="(\w+)"', text)}
-    named = {
-        m for text in texts for m in re.findall(r"(?:add_metric\(\s*name=|_counts\[)constants\.(\w+)", text)
-    }
+    emitting = r"(?:add_metric\(\s*name=|_counts\[|emit_by_dimensions\()constants\.(\w+)"
+    named = {m for text in texts for m in re.findall(emitting, text)}
     emitted = literals | {getattr(constants, m) for m in named}
     # Then every scheduler metric the dashboard/alarms read is emitted by the worker
     wanted = {

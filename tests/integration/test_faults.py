@@ -367,7 +367,7 @@ def test_a_worker_run_meeting_a_fault_at_any_call_loses_nothing(world: World, ki
         assert case.report.ok, f"{case.where}\n{case.report.summary()}"
         if made < index:
             # It ran two tasks, re-armed and handed its wait for the third over (SendMessage).
-            assert index > 15, f"a worker run that ran two tasks made only {made} calls"
+            assert index > 15, f"a worker run that ran two tasks made only {made} calls: {case.where}"
             return  # it needs fewer calls: every call was covered
     pytest.fail(f"the worker run never ran out of calls in {MAX_CALLS}")
 
@@ -385,7 +385,7 @@ def test_a_handed_over_wait_meeting_a_fault_at_any_call_loses_nothing(world: Wor
         made, case = run_worker_case(world, client, plan, f"handover-{kind.value}-{index}", HANDOVER_ORIGIN)
         assert case.report.ok, f"{case.where}\n{case.report.summary()}"
         if made < index:
-            assert index > 8, f"a continuation that ran a task made only {made} calls"
+            assert index > 8, f"a continuation that ran a task made only {made} calls: {case.where}"
             return
     pytest.fail(f"the continuation never ran out of calls in {MAX_CALLS}")
 
