@@ -328,6 +328,7 @@ def run_worker_case(
     `handover`, the one its hand-over message starts: it runs the recurring task) meets the faults
     of `plan`; recovery; the invariants. Returns the calls that invocation made."""
     ledger = Ledger()
+    world.start_case(label)
     # Given two one-shot tasks due by now and a task every 150 s, first due 50 s from now
     editor = clean(client)
     now = world.clock.now()
