@@ -55,13 +55,6 @@ BACKEND = (
 )
 
 
-class LoadReceiver(Receiver):
-    """The harness's receiver with a listen backlog that holds a burst of deliveries (the default
-    of 5 would reset the worker's connections and measure the receiver, not the stack)."""
-
-    request_queue_size = 256
-
-
 @dataclass
 class Client:
     """One client thread's state: the tasks it created, what it expects of them, what it saw."""
@@ -255,7 +248,7 @@ def measure(
 
 
 def started(root: Path, settings: dict[str, str] | None = None) -> tuple[LocalStackProcess, Receiver]:
-    receiver = LoadReceiver()
+    receiver = Receiver()
     state = root / "state"
     state.mkdir()
     env = stack_environment(state, hook_url=receiver.url, **(settings or {}))

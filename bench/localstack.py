@@ -20,7 +20,7 @@ from typing import Any
 
 import requests
 
-from local.gateway import LISTEN_BACKLOG
+from local.lambdas import LISTEN_BACKLOG
 from local.options import EMULATOR_CREDENTIALS
 
 REPO = Path(__file__).resolve().parents[1]

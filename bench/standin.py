@@ -63,7 +63,7 @@ from moto.core.exceptions import JsonRESTError
 from bench.latency import LATENCY_MS, delay
 from bench.standin_backend import DynamoBackend
 from bench.standin_table import Json
-from local.gateway import LISTEN_BACKLOG
+from local.lambdas import LISTEN_BACKLOG
 from local.moto_expressions import evaluate_expressions_once
 
 REPO = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from moto.core import DEFAULT_ACCOUNT_ID
 
-from local.lambdas import LambdaContext
+from local.lambdas import LISTEN_BACKLOG, LambdaContext
 
 LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
@@ -156,12 +156,6 @@ def build_event(
         "body": text,
         "isBase64Encoded": is_base64,
     }
-
-
-# Connections the kernel holds for the accept loop: socketserver's default of 5 resets (or, with
-# SYN cookies, stalls) a client beyond the fifth that connects while the loop is busy, as 20
-# concurrent clients do (bench/localload.py). The kernel caps it at net.core.somaxconn.
-LISTEN_BACKLOG = 1024
 
 
 @dataclass(frozen=True)

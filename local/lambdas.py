@@ -272,11 +272,18 @@ class _InvokeRequestHandler(BaseHTTPRequestHandler):
         logger.debug("lambda endpoint: " + format, *args)
 
 
+# Connections the kernel holds for an HTTP server's accept loop (the local stack's and the bench's):
+# socketserver's default of 5 resets (or, with SYN cookies, stalls) a client beyond the fifth that
+# connects while the loop is busy, as 20 concurrent API clients or a worker pool's 32 connections
+# do. The kernel caps it at net.core.somaxconn.
+LISTEN_BACKLOG = 1024
+
+
 class InvokeEndpoint(ThreadingHTTPServer):
     """POST /2015-03-31/functions/{name}/invocations on 127.0.0.1 for the registered functions."""
 
     daemon_threads = True
-    request_queue_size = 128  # socketserver's 5 would reset a burst of Invoke calls (local/gateway.py)
+    request_queue_size = LISTEN_BACKLOG  # a burst of Invoke calls connects at once
 
     def __init__(self, functions: Sequence[LocalFunction], port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), _InvokeRequestHandler)
