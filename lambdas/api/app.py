@@ -14,11 +14,9 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from editor import Editor
 from lambdas.api import console
 from lambdas.api.errors import register_error_handlers
-from lambdas.api.openapi import API_VERSION, DESCRIPTION, TITLE
 from lambdas.api.requests import JsonOnlyValidation, json_body
 from lambdas.api.routes import ROUTERS
 from lambdas.api.routes.routing import ROUTE_METHODS, current_app, current_editor
-from lambdas.api.routes.service import DOCS_PATH
 
 
 def _resource(rule: str) -> str:
@@ -26,11 +24,9 @@ def _resource(rule: str) -> str:
     return re.sub(r"<(\w+)>", r"{\1}", rule)
 
 
-# API Gateway resource -> methods of every route the app serves (Swagger UI's page and the web
-# console's files included).
+# API Gateway resource -> methods of every route the app serves (the web console's files included).
 RESOURCE_METHODS: dict[str, frozenset[str]] = {
     **{_resource(rule): frozenset(methods) for rule, methods in ROUTE_METHODS.items()},
-    DOCS_PATH: frozenset({"GET"}),
     **{_resource(rule): frozenset(methods) for rule, methods in console.ROUTE_METHODS.items()},
 }
 # The resources the local API Gateway adapter matches requests to (`resource`, `pathParameters`).
@@ -57,7 +53,6 @@ def build_app(editor_factory: Callable[[], Editor]) -> APIGatewayRestResolver:
     app.include_router(console.router)  # the web console: static files, outside the OpenAPI document
     app.dependency_overrides[current_editor] = editor
     app.dependency_overrides[current_app] = lambda: app
-    app.enable_swagger(path=DOCS_PATH, title=TITLE, version=API_VERSION, description=DESCRIPTION)
     register_error_handlers(app, RESOURCE_METHODS)
     return app
 

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import json
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from aws_lambda_powertools.event_handler.openapi.models import Server
 
 from editor.specs import LISTABLE_STATUSES
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 TITLE = "nexttick"
+# The docs page's icon: the console's, relative to the page (/docs, or /<stage>/docs behind API Gateway).
+_ICON = '<link rel="icon" href="console/favicon.svg" type="image/svg+xml">'
 API_VERSION = "1.0.0"
 _LISTABLE = ", ".join(f"`{status}`" for status in LISTABLE_STATUSES)
 DESCRIPTION = f"""\
@@ -36,6 +38,8 @@ Schedule work for a future time: one-shot (`due`, `delay_seconds`) or recurring 
 
 def openapi_document(app: APIGatewayRestResolver, server_url: str = "/") -> dict[str, Any]:
     """The OpenAPI document generated from the routes and models; `server_url` prefixes its paths."""
+    from aws_lambda_powertools.event_handler.openapi.models import Server
+
     text = app.get_openapi_json_schema(
         title=TITLE, version=API_VERSION, description=DESCRIPTION, servers=[Server(url=server_url)]
     )
@@ -74,3 +78,25 @@ def openapi_text(app: APIGatewayRestResolver, server_url: str = "/") -> str:
     """The document as committed in docs/openapi.json: sorted keys, indent 2, trailing newline."""
     document = openapi_document(app, server_url)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+@cache
+def _swagger_assets() -> tuple[str, str]:
+    """Swagger UI's script and stylesheet as Powertools ships them (inlined: the page loads nothing)."""
+    from aws_lambda_powertools.event_handler.openapi import swagger_ui
+
+    folder = Path(swagger_ui.__file__).parent
+    return (
+        (folder / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
+        (folder / "swagger-ui.min.css").read_text(encoding="utf-8"),
+    )
+
+
+def swagger_page(document: str) -> str:
+    """The Swagger UI page embedding `document` (a `</` in it escaped, so no string closes the script),
+    titled and with the console's icon (a browser asks for /favicon.ico otherwise, a 404)."""
+    from aws_lambda_powertools.event_handler.openapi.swagger_ui import generate_swagger_html
+
+    script, stylesheet = _swagger_assets()
+    page = generate_swagger_html(document.replace("</", "<\\/"), script, stylesheet, "", None)
+    return page.replace("<title>Swagger UI</title>", f"<title>{TITLE} API</title>{_ICON}", 1)

@@ -719,3 +719,19 @@ def test_the_task_statuses_are_the_ones_the_api_s_openapi_document_declares(
         )
         assert asked == [document_url, document_url]
         watch.assert_clean()
+
+
+def test_the_api_url_opens_the_documentation_with_every_operation(
+    browser: Browser, stack: LocalStackProcess
+) -> None:
+    document = requests.get(f"{stack.api_url}/openapi.json", timeout=10).json()
+    operations = sum(len(methods) for methods in document["paths"].values())
+    with watched_page(browser) as (page, watch):
+        # When a browser opens the API's own URL
+        page.goto(stack.api_url)
+        # Then it lands on Swagger UI, which draws every operation of the served document
+        expect(page).to_have_url(f"{stack.api_url}/docs")
+        expect(page.locator(".swagger-ui .info .title")).to_contain_text("nexttick")
+        expect(page.locator(".opblock")).to_have_count(operations)
+        expect(page.locator(".opblock-summary-path[data-path='/tasks/{id}']").first).to_be_visible()
+        watch.assert_clean()

@@ -214,7 +214,9 @@ def test_swagger_ui_is_served_self_contained(api: LambdaApi) -> None:
     assert response.status == 200
     assert response.headers["content-type"].startswith("text/html")
     assert "SwaggerUIBundle" in response.body
-    assert "<script src=" not in response.body and "<link rel" not in response.body
+    assert "<script src=" not in response.body and "<link rel='stylesheet'" not in response.body
+    # ... titled as the API, with the console's icon
+    assert "<title>nexttick API</title>" in response.body and 'href="console/favicon.svg"' in response.body
     assert '"/tasks/{id}"' in response.body
 
 
