@@ -14,13 +14,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from local.lambdas import LISTEN_BACKLOG
+from local.lambdas import LocalHTTPServer
 from local.options import EMULATOR_CREDENTIALS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,14 +56,10 @@ class Delivery:
         return self.received_at - parse_time(self.body["scheduled_for"])
 
 
-class Receiver(ThreadingHTTPServer):
+class Receiver(LocalHTTPServer):
     """POST /hook: records the delivery; answers 500 to the first attempt of a payload with
-    `fail_first`, 200 otherwise."""
-
-    daemon_threads = True
-    # A burst's deliveries connect all at once (a worker's pool of 32, and its helper invocations'):
-    # socketserver's backlog of 5 reset some, and the worker rightly retried them seconds later.
-    request_queue_size = LISTEN_BACKLOG
+    `fail_first`, 200 otherwise. (A burst's deliveries connect all at once: socketserver's backlog
+    of 5 reset some, and the worker rightly retried them seconds later; LocalHTTPServer's takes them.)"""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _ReceiverHandler)

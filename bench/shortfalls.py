@@ -66,12 +66,14 @@ WHY: dict[str, str] = {
         "Closing it: a shorter lead, or a smaller worker."
     ),
     "idle": (
-        "the idle stack wakes about ten times a second (the foreground's 0.2 s check for Ctrl-C, "
-        "the API's and the invoke endpoint's 0.5 s polls; the hand-over's feeder waits in a 20 s "
-        "long poll, the emulator and the keeper until something changes), 0.1-0.4 % of a core on a "
-        "quiet machine; the CPU time charged for those wake-ups rises with what else the machine "
-        "runs, which is why the figure is the quietest of three windows. Closing it: fewer wake-ups "
-        "(a foreground that waits on the signal instead of polling)."
+        "the idle stack's process wakes about once a second: the foreground's check that the "
+        "emulator still runs (2 s; a signal wakes it at once), the hand-over's feeder's 20 s long "
+        "poll, the keeper's and the emulator's safety re-reads (60 s), its HTTP servers' loops (30 s; "
+        "a shutdown wakes them). Each wake-up that makes a request costs tens of milliseconds of CPU "
+        "on a slow virtual machine: the figure was 0.1-0.4 % of a core on a quiet machine when the "
+        "stack woke ten times a second, 1.3 % on a slow one, 0.8 % there after the change, and it is "
+        "the quietest of three windows because the CPU time charged rises with what else the machine "
+        "runs. Closing it: a hand-over feeder woken by the queue's sends instead of long-polling."
     ),
     "fanout": (
         "see the fan-out section: a duplicate or a lost task would be a defect; lost claims come from "

@@ -54,7 +54,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ from moto.core.exceptions import JsonRESTError
 from bench.latency import LATENCY_MS, delay
 from bench.standin_backend import DynamoBackend
 from bench.standin_table import Json
-from local.lambdas import LISTEN_BACKLOG
+from local.lambdas import LocalHTTPServer
 from local.moto_expressions import evaluate_expressions_once
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,14 +121,11 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
 
-class StandIn(ThreadingHTTPServer):
+class StandIn(LocalHTTPServer):
     """The stand-in served on 127.0.0.1 by a thread of this process (`start`/`stop`).
-    `latency`: operation -> ms slept per request (bench/latency.py; empty for none)."""
-
-    daemon_threads = True
-    # A worker's pool opens its 32 connections at once: socketserver's backlog of 5 dropped some
-    # connection attempts, each retried by the kernel a second later (a 1 s claim in a burst).
-    request_queue_size = LISTEN_BACKLOG
+    `latency`: operation -> ms slept per request (bench/latency.py; empty for none). (A worker's
+    pool opens its 32 connections at once: socketserver's backlog of 5 dropped some, each retried
+    by the kernel a second later; LocalHTTPServer's takes them.)"""
 
     def __init__(self, latency: Mapping[str, float] = LATENCY_MS, port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), _Handler)

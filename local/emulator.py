@@ -30,7 +30,7 @@ logger = logging.getLogger("local-stack")
 
 Deliver = Callable[[dict[str, Any], float], None]  # (event, delay seconds)
 # A safety re-read of the rule while idle; changes normally arrive through `notify` at once.
-RESYNC_SECONDS = 30.0
+RESYNC_SECONDS = 60.0
 _FORGET_AFTER = timedelta(hours=1)
 
 

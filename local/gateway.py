@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from moto.core import DEFAULT_ACCOUNT_ID
 
-from local.lambdas import LISTEN_BACKLOG, LambdaContext
+from local.lambdas import LambdaContext, LocalHTTPServer
 
 LambdaHandler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
@@ -170,12 +170,8 @@ class _Target:
     region: str
 
 
-class _GatewayHTTPServer(ThreadingHTTPServer):
-    """One thread per connection, as ThreadingHTTPServer, with a listen backlog that takes bursts;
-    every request goes to `target`."""
-
-    daemon_threads = True
-    request_queue_size = LISTEN_BACKLOG
+class _GatewayHTTPServer(LocalHTTPServer):
+    """Every request goes to `target`."""
 
     def __init__(self, address: tuple[str, int], target: _Target) -> None:
         super().__init__(address, _GatewayHandler)

@@ -30,7 +30,9 @@ from nexttick.store.streams import reaches_keeper
 
 logger = logging.getLogger("local-stack")
 
-RESYNC_SECONDS = 10.0
+# A safety re-read of the stream while idle (a missed wake-up, which the moto server's notes make
+# unlikely): each read is a request of tens of milliseconds of CPU on a slow machine, two processes.
+RESYNC_SECONDS = 60.0
 RETRY_DELAYS = tuple(min(2.0**i, 30.0) for i in range(names.KEEPER_RETRY_ATTEMPTS))
 
 

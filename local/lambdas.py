@@ -4,10 +4,12 @@ Docker). nexttick's own `lambda` clients reach it through NEXTTICK_LAMBDA_ENDPOI
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import queue
 import re
+import socket
 import threading
 import time
 import traceback
@@ -277,13 +279,35 @@ class _InvokeRequestHandler(BaseHTTPRequestHandler):
 # connects while the loop is busy, as 20 concurrent API clients or a worker pool's 32 connections
 # do. The kernel caps it at net.core.somaxconn.
 LISTEN_BACKLOG = 1024
+# How often an idle HTTP server's loop wakes (socketserver's default is twice a second; on a slow
+# virtual machine the idle stack's wake-ups add up to a percent of a core). A shutdown wakes it at once.
+IDLE_POLL_SECONDS = 30.0
 
 
-class InvokeEndpoint(ThreadingHTTPServer):
-    """POST /2015-03-31/functions/{name}/invocations on 127.0.0.1 for the registered functions."""
+class LocalHTTPServer(ThreadingHTTPServer):
+    """The local stack's and the bench's HTTP servers: a thread per connection, a listen backlog that
+    takes a burst (LISTEN_BACKLOG), and a serving loop that sleeps while idle: `shutdown()` connects
+    to the server to wake it rather than waiting for its next poll."""
 
     daemon_threads = True
-    request_queue_size = LISTEN_BACKLOG  # a burst of Invoke calls connects at once
+    request_queue_size = LISTEN_BACKLOG
+
+    def serve_forever(self, poll_interval: float = IDLE_POLL_SECONDS) -> None:
+        super().serve_forever(poll_interval)
+
+    def shutdown(self) -> None:
+        """Stop the serving loop and wait until it has (as socketserver's), waking it at once."""
+        stopping = threading.Thread(target=super().shutdown, name="http-shutdown", daemon=True)
+        stopping.start()
+        host, port = self.server_address[:2]
+        while stopping.is_alive():
+            with contextlib.suppress(OSError):
+                socket.create_connection((str(host), int(port)), timeout=1).close()
+            stopping.join(0.05)
+
+
+class InvokeEndpoint(LocalHTTPServer):
+    """POST /2015-03-31/functions/{name}/invocations on 127.0.0.1 for the registered functions."""
 
     def __init__(self, functions: Sequence[LocalFunction], port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), _InvokeRequestHandler)
