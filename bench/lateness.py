@@ -3,8 +3,9 @@ fires at a random second of its minute, delivered 0-5 s later), `second` precisi
 `minute` precision, and the idle stack's CPU.
 
 Both stacks run at once and get the same schedule: tasks due at random instants over a span of
-minutes, every one of them at least LEAD_SECONDS ahead when created, so each is first reached
-through the armed rule (no task starts from a direct invoke). What happens after a fire is each
+minutes, the first of them due at the start of the first minute still armable for it once they
+are created (85-145 s ahead), so each is first reached through the armed rule (no task starts from
+a direct invoke). What happens after a fire is each
 precision's own behaviour: `second` waits inside the invocation for the exact instant of the next
 task too close to arm; `minute` runs what the fired minute holds. Then, on the `second` stack, a
 burst: BURST tasks due at one instant, reported as the lateness of its first and last delivery.
@@ -12,6 +13,7 @@ burst: BURST tasks due at one instant, reported as the lateness of its first and
 
 from __future__ import annotations
 
+import math
 import random
 import tempfile
 import time
@@ -26,10 +28,13 @@ from bench.localstack import (
     rfc3339,
     stack_environment,
 )
+from nexttick.config import NextTickSettings, Precision
+from nexttick.runtime import timing_from
 
-# The earliest task is this far ahead: its minute is armed, not invoked (quick: a shorter lead that
-# still arms a minute).
-LEAD_SECONDS = {False: 150.0, True: 75.0}
+# Quick: the earliest task is this far ahead (a lead that arms a minute in part of the minute).
+QUICK_LEAD_SECONDS = 75.0
+# Seconds the creates may take before the earliest task's minute is no longer armable.
+CREATE_MARGIN_SECONDS = 5.0
 IDLE_SECONDS = {False: 10, True: 5}  # each of idle_cpu's three windows
 
 
@@ -41,6 +46,16 @@ def _start(precision: str, root: Path) -> tuple[LocalStackProcess, Receiver]:
         state, hook_url=receiver.url, NEXTTICK_PRECISION=precision, POWERTOOLS_LOG_LEVEL="WARNING"
     )
     return LocalStackProcess(state, env, root / f"{precision}.log").start(), receiver
+
+
+def _first_armed_due(now: float) -> float:
+    """The earliest instant whose `second`-precision minute (its start 70 s before it, at the
+    deployed timing) is still armable once the creates are done: no earlier task would start from a
+    direct invoke, and no later one than needed keeps the section waiting."""
+    timing = timing_from(NextTickSettings(precision=Precision.SECOND))
+    armable_from = now + timing.settle_seconds + CREATE_MARGIN_SECONDS
+    minute = math.ceil(armable_from / 60) * 60
+    return minute + timing.lead.total_seconds()
 
 
 def _figures(receiver: Receiver, prefix: str) -> dict[str, Any]:
@@ -69,14 +84,14 @@ def _arrived(receiver: Receiver, prefix: str, count: int, timeout: float) -> Non
 
 def run(quick: bool = False) -> dict[str, Any]:
     tasks, span, burst = (20, 30.0, 30) if quick else (200, 300.0, 300)
-    lead = LEAD_SECONDS[quick]
     rng = random.Random(11)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         stacks = {p: _start(p, root) for p in ("second", "minute")}
         try:
             idle = {p: round(100 * idle_cpu(s.pid, IDLE_SECONDS[quick]), 3) for p, (s, _) in stacks.items()}
-            t0 = time.time() + lead
+            t0 = time.time() + QUICK_LEAD_SECONDS if quick else _first_armed_due(time.time())
+            lead = t0 - time.time()
             dues = sorted(t0 + rng.uniform(0, span) for _ in range(tasks))
             for i, due in enumerate(dues):
                 for stack, _ in stacks.values():
@@ -86,13 +101,16 @@ def run(quick: bool = False) -> dict[str, Any]:
                 "idle_cpu_percent_of_a_core": idle,
             }
             wait = lead + span + 120
-            for precision, (_, receiver) in stacks.items():
-                _arrived(receiver, "spread-", tasks, wait)
-                results[precision] = _figures(receiver, "spread-")
             stack, receiver = stacks["second"]
+            _arrived(receiver, "spread-", tasks, wait)
+            results["second"] = _figures(receiver, "spread-")
+            # The burst goes to the `second` stack while the `minute` stack still delivers the last
+            # minute of its spread (up to a minute late by design): a few deliveries, no contention.
             at = time.time() + 30
             for i in range(burst):
                 stack.post({"action": "hook", "due": rfc3339(at), "id": f"burst-{i}"})
+            _arrived(stacks["minute"][1], "spread-", tasks, wait)
+            results["minute"] = _figures(stacks["minute"][1], "spread-")
             _arrived(receiver, "burst-", burst, 600)
             burst_lateness = sorted(d.lateness for d in receiver.deliveries if d.task_id.startswith("burst-"))
             results["burst"] = {
