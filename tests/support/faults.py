@@ -49,6 +49,7 @@ from nexttick.aws import LambdaWorkerTrigger, SqsWaitHandover, parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION, WORKER_EVENT_SOURCE, WORKER_EVENT_SYNC
 from nexttick.runtime import Runtime
+from nexttick.timeutil import floor_minute
 from tests.support.worker import FakeContext
 
 # ------------------------------------------------------------------------------------------ faults
@@ -1022,8 +1023,7 @@ class World:
         """Run the world to the next whole minute and seed EventBridge's draws from `label`: a case
         then meets the same firings at the same seconds whatever ran before it in this world (the
         module's tests share one, and xdist orders them differently from run to run)."""
-        now = self.clock.now()
-        self.drive(now.replace(second=0, microsecond=0) + timedelta(minutes=1))
+        self.drive(floor_minute(self.clock.now()) + timedelta(minutes=1))
         self.eventbridge.rng.seed(label)
 
     def drive(self, until: datetime) -> None:
