@@ -108,6 +108,8 @@ def _fanout(section: Section | None) -> Fanout:
         "rows": [_fanout_row(row) for row in section.get("rows") or []],
         "efficiency_at_4": section.get("efficiency_at_4"),
         "projected_aws_fires_per_s": section.get("projected_aws_fires_per_s"),
+        "projected_aws_invocations": section.get("projected_aws_invocations"),
+        "invocations_for_1000_fires_per_s": section.get("invocations_for_1000_fires_per_s"),
     }
 
 

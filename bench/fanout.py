@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import os
 import shutil
 import sys
@@ -53,6 +54,11 @@ PARTITION_WCU_PER_S = 1000
 # and the projection take; beyond 4 invocations this 2-core machine has no CPU to scale into.
 FULL_TASKS = 2_000
 QUEUE_WRITES_PER_FIRE = 2
+# The headline projection: fires per second with at most this many invocations (the stack's
+# `max_invocations`; its default is lower), and how many the measured CPU per fire needs for
+# EventBridge Scheduler's 1,000 targets a second.
+INVOCATION_BOUND = 10
+SCHEDULER_FIRES_PER_S = 1000
 
 
 def _sandbox(environment: dict[str, str]) -> None:
@@ -199,11 +205,15 @@ def _projection(rows: list[dict[str, Any]], tasks: int) -> dict[str, Any]:
     per_invocation_cpu = vcpu * 1000 / cpu_ms
     per_invocation = min(one["fires_per_s"], per_invocation_cpu)
     partitions = SHARDS * PARTITION_WCU_PER_S / QUEUE_WRITES_PER_FIRE
-    by_invocations = {str(n): round(min(n * per_invocation, partitions)) for n in (4, 8, 16, 32)}
+    counts = (4, 8, INVOCATION_BOUND, 16, 32)
+    by_invocations = {str(n): round(min(n * per_invocation, partitions)) for n in counts}
+    needed = (
+        math.ceil(SCHEDULER_FIRES_PER_S / per_invocation) if partitions >= SCHEDULER_FIRES_PER_S else None
+    )
     # A function with 1,769 MB gets a whole vCPU: the same invocations fire 3.5x as fast (and cost
     # the same per fire: Lambda bills GB-seconds, and a fire takes 3.5x less time at 3.5x the memory).
     per_vcpu = min(one["fires_per_s"], 1000 / cpu_ms)
-    at_one_vcpu = {str(n): round(min(n * per_vcpu, partitions)) for n in (4, 8, 16, 32)}
+    at_one_vcpu = {str(n): round(min(n * per_vcpu, partitions)) for n in counts}
     return {
         "per_invocation_fires_per_s_measured": one["fires_per_s"],
         "worker_cpu_ms_per_fire": cpu_ms,
@@ -211,6 +221,7 @@ def _projection(rows: list[dict[str, Any]], tasks: int) -> dict[str, Any]:
         "per_invocation_fires_per_s_cpu_bound": round(per_invocation_cpu),
         "dynamodb_partition_ceiling_fires_per_s": round(partitions),
         "fires_per_s_by_max_invocations": by_invocations,
+        f"invocations_for_{SCHEDULER_FIRES_PER_S}_fires_per_s": needed,
         "fires_per_s_by_max_invocations_at_1769_mb": at_one_vcpu,
         "note": (
             f"per invocation: min(measured {one['fires_per_s']}/s with pool {one['pool_size']}, "
@@ -252,7 +263,11 @@ def run(quick: bool) -> dict[str, Any]:
             "rows": io_bound,
             "efficiency_at_4": _efficiency(io_bound, 4),
         },
-        "projected_aws_fires_per_s": projection["fires_per_s_by_max_invocations"]["8"],
+        "projected_aws_fires_per_s": projection["fires_per_s_by_max_invocations"][str(INVOCATION_BOUND)],
+        "projected_aws_invocations": INVOCATION_BOUND,
+        "invocations_for_1000_fires_per_s": projection[
+            f"invocations_for_{SCHEDULER_FIRES_PER_S}_fires_per_s"
+        ],
         "projection": projection,
     }
 

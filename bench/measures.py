@@ -237,7 +237,13 @@ def efficiency_measured(results: Results) -> str:
 
 
 def projected_measured(results: Results) -> str:
-    return number(results["fanout"]["projected_aws_fires_per_s"])
+    f = results["fanout"]
+    needed = f.get("invocations_for_1000_fires_per_s")
+    return (
+        f"{number(f['projected_aws_fires_per_s'])} at "
+        f"{number(f.get('projected_aws_invocations'))} invocations"
+        + (f" (1,000 needs {needed})" if needed else "")
+    )
 
 
 # --- the local stack, cold start, the bench's own run time -----------------------------------------

@@ -82,6 +82,8 @@ class Fanout(TypedDict):
     rows: list[FanoutRow]
     efficiency_at_4: float | None
     projected_aws_fires_per_s: float | None
+    projected_aws_invocations: int | None
+    invocations_for_1000_fires_per_s: int | None
 
 
 class Cost(TypedDict):

@@ -329,7 +329,9 @@ def _fanout_section(results: Results) -> str:
         ]
     out.append(
         f"\nEfficiency at 4 invocations: **{number(f['efficiency_at_4'])}**. Projected on AWS: "
-        f"**{number(f['projected_aws_fires_per_s'])} fires/s**.\n"
+        f"**{number(f['projected_aws_fires_per_s'])} fires/s** at "
+        f"{number(f.get('projected_aws_invocations'))} "
+        f"invocations (1,000 fires/s needs {number(f.get('invocations_for_1000_fires_per_s'))}).\n"
     )
     projection = detail.get("projection")
     if projection:

@@ -87,10 +87,10 @@ WHY: dict[str, str] = {
     ),
     "fanout projected": (
         "Lambda gives a 512 MB function about 0.29 vCPU, so the CPU per fire bounds one invocation: "
-        "the projection takes the most the fan-out measured (1.7 ms per fire in one invocation with "
-        "the pool of 32, 2.2-2.4 ms when 4 sandboxes and the stand-in share the 2 cores), about 120 "
-        "fires per second per invocation, 981 and 1,034 with 8 in two runs on a quiet machine (420 "
-        "when the same code measured 5.5 ms on a busy one). 1,000 fires/s with margin needs more "
+        "the projection takes the most the fan-out measured (1.7-2.1 ms per fire in one invocation "
+        "with the pool of 32, 2.4-3.0 ms when 4 sandboxes and the stand-in share the 2 cores), 97-123 "
+        "fires per second per invocation by the day: 8 invocations reached 1,000 on a quick day, 11 "
+        "on a slow one (the same code). 1,000 fires/s with margin needs more "
         "invocations (`max_invocations` and reserved concurrency), more memory per invocation (its "
         "CPU share; the projection table lists 1,769 MB), or less CPU per fire."
     ),

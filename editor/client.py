@@ -44,6 +44,7 @@ from nexttick.constants import MAX_LATENESS_MINUTES
 from nexttick.errors import ConflictError, TaskNotFoundError
 from nexttick.schedules import ScheduleKind, UpcomingRun, load_zone
 from nexttick.store import TaskExistsError, TaskRecord, TaskStatus
+from nexttick.store.keys import is_home_id
 from nexttick.store.records import SCHEDULED, discardable, occurrence_of, recurrence_of
 
 
@@ -102,7 +103,9 @@ class Editor(EditorChanges):
             existing = self.store.get_task(spec.id)
             if existing is not None:
                 return self._existing_for_repeat(existing, record)
-        cover = HeadCover(self.runtime.rule_sync)
+        # A home item (a generated id) is its task and its entry in one write: its shard is covered
+        # after that write, by the rule sync itself (one record write when it arms the rule too).
+        cover = HeadCover(None if is_home_id(record.id) else self.runtime.rule_sync)
         try:
             self.store.create_task(record, after_entry=cover)
         except TaskExistsError:
@@ -111,7 +114,7 @@ class Editor(EditorChanges):
                 raise ConflictError("id: task id is being reused concurrently", field="id") from None
             return self._existing_for_repeat(existing, record)
         assert cover.entry is not None
-        self._cover(record.id, cover.entry.run_at, cover.state)  # jitter included
+        self._cover(record.id, cover.entry.run_at, cover.state, key=cover.entry.key)  # jitter included
         return CreateResult(self._view(record), created=True)
 
     def preview(self, spec: TaskSpec, *, count: int = 5) -> Preview:

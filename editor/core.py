@@ -31,7 +31,7 @@ class HeadCover:
     marked the shard for the next worker, and keeps the record as it was then for the rule sync."""
 
     def __init__(self, rule_sync: RuleSync | None) -> None:
-        self.rule_sync = rule_sync  # None: the entry is parked (no worker reads it)
+        self.rule_sync = rule_sync  # None: the entry is parked, or covered after its write by the rule sync
         self.entry: QueueEntry | None = None
         self.state: RuleState | None = None
 

@@ -18,8 +18,10 @@ stream records the keeper does what the client may not have done —
   no TTL: it lives as long as its task).
 
 Both start from a fresh strongly consistent read (one per batch: each step goes on from the record
-as the step before read or wrote it), never from the record's images, so a record that arrives
-twice, late or out of order is harmless: covering an already covered time costs one read.
+as the step before read or wrote it), never from a task's images, so a record that arrives twice,
+late or out of order is harmless: covering an already covered time costs one read. A batch with
+only rule-record changes reads nothing when the rule already holds the minute of the record's last
+image in it: the stream delivers that item's writes in order, so a later one comes in a later batch.
 Queue entries, other removals and other item changes are ignored.
 """
 
@@ -30,11 +32,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-from nexttick.rulearm import Outcome
+from nexttick.rulearm import UNSEEN, Outcome
 from nexttick.rulesync import RuleSync
 from nexttick.store.keys import shard_of, split_queue_sort_key
 from nexttick.store.records import RUNNABLE_NOW, RuleState, TaskStatus
-from nexttick.store.streams import ItemKind, item_kind, removed_payload, rule_image, task_image
+from nexttick.store.streams import (
+    ItemKind,
+    RuleImage,
+    item_kind,
+    new_rule_image,
+    removed_payload,
+    rule_image,
+    task_image,
+)
 
 _CHANGES = ("INSERT", "MODIFY")
 
@@ -108,8 +118,10 @@ class Keeper:
     def handle(self, records: Iterable[Mapping[str, Any]]) -> KeeperReport:
         report = KeeperReport()
         earliest: dict[int, tuple[datetime, str]] = {}  # by queue shard: due time, entry key
+        latest_rule: RuleImage | None = None  # the batch's last image of the rule record
         for record in records:
             report.records += 1
+            latest_rule = new_rule_image(record) or latest_rule
             scheduled = scheduled_due(record)
             if scheduled is not None:
                 task_id, due, key = scheduled
@@ -123,7 +135,10 @@ class Keeper:
                 report.payloads_dropped += 1
         rule: RuleState | None = None  # the record as last read or written here (after the batch's writes)
         if report.rule_moves:
-            outcome, rule = self.rule_sync.confirm()
+            # With nothing to cover, the batch's last image of the record will do for the comparison
+            # with the rule; a cover needs a read made after its entry's write.
+            seen = latest_rule.armed_minute if latest_rule is not None and not earliest else UNSEEN
+            outcome, rule = self.rule_sync.confirm(seen)
             report.outcomes.append(outcome)
         for shard, (due, key) in earliest.items():
             rule = self.rule_sync.cover_shard(shard, due, rule, key=key)

@@ -41,6 +41,10 @@ class RuleStateStore(Protocol):
 
     def lower_shard(self, shard: int, at: datetime | None, key: str | None) -> RuleState | None: ...
 
+    def lower_shard_and_arm(
+        self, shard: int, at: datetime | None, key: str | None, expected_version: int, armed_minute: datetime
+    ) -> RuleState | None: ...
+
     def raise_shard_heads(
         self,
         read: RuleState,
@@ -85,6 +89,13 @@ class Outcome(StrEnum):
     DUE_SOON = "due-soon"  # worker: the head is too close to arm; the caller must keep working
 
 
+class _Unseen:
+    """No stream image of the record was seen (`confirm` reads it)."""
+
+
+UNSEEN = _Unseen()
+
+
 class RuleArming:
     """Moves the rule record's armed minute and makes the rule match it (a base of RuleSync)."""
 
@@ -118,12 +129,17 @@ class RuleArming:
             version = self.store.cas_rule_state(state.version, minute)
             if version is None:
                 continue  # someone moved it first: decide again on the new value
-            self.publish(RuleState(minute, version))
-            if not self.timing.armable(minute, self.clock.now()):
-                # We were too slow: the PutRule may land after the minute began. Do not rely on it.
-                self._wake("armed minute reached while publishing")
-                return Outcome.INVOKED
-            return Outcome.ARMED
+            return self._publish_lowered(RuleState(minute, version))
+
+    def _publish_lowered(self, written: RuleState) -> Outcome:
+        """Publish the armed minute our CAS just lowered the record to (`written`)."""
+        self.publish(written)
+        assert written.armed_minute is not None
+        if not self.timing.armable(written.armed_minute, self.clock.now()):
+            # We were too slow: the PutRule may land after the minute began. Do not rely on it.
+            self._wake("armed minute reached while publishing")
+            return Outcome.INVOKED
+        return Outcome.ARMED
 
     def _repair(self, version: int, minute: datetime) -> Outcome:
         """The record covers our minute, but no PutRule of its value was ever confirmed: its writer
@@ -167,12 +183,17 @@ class RuleArming:
         self.trigger.wake(reason)
 
     # ------------------------------------------------------------------ keeper side
-    def confirm(self) -> tuple[Outcome, RuleState]:
+    def confirm(self, seen: datetime | _Unseen | None = UNSEEN) -> tuple[Outcome, RuleState | None]:
         """Make the rule match the record (the keeper, after the record moved). A client that died
         between its CAS and its PutRule leaves the record ahead of the rule, and nothing else would
         publish before the next re-arm. A minute no longer armable is handed to the worker: a
         PutRule now might land after the minute began, and the worker's re-arm repairs the rule.
-        Returns what it did and the record as it last read or wrote it."""
+        `seen`: the armed minute of the record's latest stream image the caller holds; if the rule
+        already holds it, nothing is read (any later write of the record reaches the caller in a
+        later batch of the stream, which delivers one item's writes in order). Returns what it did
+        and the record as it last read or wrote it (None: not read)."""
+        if not isinstance(seen, _Unseen) and self.rule.current() == seen:
+            return Outcome.UNCHANGED, None
         state = self.store.read_rule_state()
         if self.rule.current() == state.armed_minute:
             return Outcome.UNCHANGED, state

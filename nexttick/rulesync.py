@@ -74,9 +74,15 @@ class RuleSync(ShardHeads, RuleArming):
         reschedule, resume, run now). `covered`: what `cover_shard` returned, when the caller lowered
         the head before its task write (then a client that dies right after the write still leaves
         the head lowered: the next worker that wakes for anything reads the shard)."""
-        state = covered or self.cover_shard(shard, due, key=key)
         minute = self.timing.fire_minute(due)
-        if not self.timing.armable(minute, self.clock.now()):
+        armable = self.timing.armable(minute, self.clock.now())
+        if covered is None:
+            state, outcome = self._cover_shard_arming(shard, due, key, minute if armable else None)
+            if outcome is not None:
+                return outcome
+        else:
+            state = covered
+        if not armable:
             return self._hand_to_worker(due, state)
         return self.lower(minute, state)
 
@@ -92,13 +98,42 @@ class RuleSync(ShardHeads, RuleArming):
         second read of the shard, which finds the entry)."""
         state = read or self.store.read_rule_state()
         while True:
-            at = due if state.knows_head(shard) and head_later(state.head_of(shard), due) else None
-            cursor = state.cursor_of(shard)
-            below = key if key is not None and cursor is not None and key < cursor else None
+            at, below = self._shard_lowering(state, shard, due, key)
             if at is None and below is None:
                 return state
             written = self.store.lower_shard(shard, at, below)
             state = written if written is not None else self.store.read_rule_state()
+
+    def _cover_shard_arming(
+        self, shard: int, due: datetime, key: str | None, minute: datetime | None
+    ) -> tuple[RuleState, Outcome | None]:
+        """`cover_shard`, with the record's armed minute lowered to `minute` (armable; None: not
+        armed here) in the same write when both have to move — a lone task's create writes the
+        record once, not twice, before its PutRule. The write is conditioned on the version read, so
+        it is the CAS of `lower` decided on the record as read after our entry's write. Returns the
+        record to decide on, and the outcome when the folded write armed the rule."""
+        state = self.store.read_rule_state()
+        while True:
+            at, below = self._shard_lowering(state, shard, due, key)
+            if at is None and below is None:
+                return state, None
+            if minute is not None and head_later(state.armed_minute, minute):
+                written = self.store.lower_shard_and_arm(shard, at, below, state.version, minute)
+                if written is not None:
+                    return written, self._publish_lowered(written)
+            else:
+                written = self.store.lower_shard(shard, at, below)
+            state = written if written is not None else self.store.read_rule_state()
+
+    @staticmethod
+    def _shard_lowering(
+        state: RuleState, shard: int, due: datetime, key: str | None
+    ) -> tuple[datetime | None, str | None]:
+        """What of `shard`'s head and cursor must move down for an entry due at `due` under `key`."""
+        at = due if state.knows_head(shard) and head_later(state.head_of(shard), due) else None
+        cursor = state.cursor_of(shard)
+        below = key if key is not None and cursor is not None and key < cursor else None
+        return at, below
 
     def _hand_to_worker(self, due: datetime, state: RuleState) -> Outcome:
         """A due time too close to arm goes to a worker directly, unless a waiter's claim covers it.

@@ -117,6 +117,27 @@ class RuleStateStore(StoreBase):
         """In one write, lower `shard`'s head to `at` and its cursor to `key` (each only if given, and
         only while the recorded value is later); returns the record as written (None: a condition
         failed — read the record and decide again)."""
+        actions, conditions = self._shard_lowering(shard, at, key)
+        return self._update_rule(actions, _all(conditions))
+
+    def lower_shard_and_arm(
+        self, shard: int, at: datetime | None, key: str | None, expected_version: int, armed_minute: datetime
+    ) -> RuleState | None:
+        """`lower_shard` and `cas_rule_state` in one write (an editor whose entry is the new earliest
+        of its shard and of the queue): returns the record as written (None: a condition failed,
+        or the version moved — read the record and decide again)."""
+        r = self.models.rule
+        actions, conditions = self._shard_lowering(shard, at, key)
+        actions += [r.armed_at.set(int(to_epoch(armed_minute))), r.version.set(expected_version + 1)]
+        conditions.append(
+            r.version.does_not_exist() if expected_version == 0 else r.version == expected_version
+        )
+        return self._update_rule(actions, _all(conditions))
+
+    def _shard_lowering(
+        self, shard: int, at: datetime | None, key: str | None
+    ) -> tuple[list[Any], list[Condition]]:
+        """The actions and conditions that lower `shard`'s head to `at` and its cursor to `key`."""
         r = self.models.rule
         actions: list[Any] = []
         conditions: list[Condition] = []
@@ -129,7 +150,7 @@ class RuleStateStore(StoreBase):
             actions.append(cursor.set(key))
             conditions.append(cursor > key)
         assert actions, "nothing to lower"
-        return self._update_rule(actions, _all(conditions))
+        return actions, conditions
 
     def raise_shard_heads(
         self,

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from nexttick.config import Precision
-from nexttick.rulearm import Outcome
+from nexttick.rulearm import UNSEEN, Outcome
 from nexttick.rulehead import DueShards, head_later, key_after
 from nexttick.rulesync import RearmResult, RuleSync, WaitClaim
 from nexttick.ruletiming import Timing
@@ -153,6 +153,18 @@ class Record:
             changed[name] = _frozen(values | dict(wanted))
         return replace(self, **changed), True  # type: ignore[arg-type]
 
+    def lower_and_arm(
+        self, shard: int, at: datetime | None, key: Any, expected: int, minute: datetime
+    ) -> tuple[Record, RuleState | None]:
+        """`lower` and `cas` in one write: nothing when either's condition fails."""
+        if self.version != expected:
+            return self, None
+        lowered, result = self.lower(shard, at, key)
+        if result is None:
+            return self, None
+        record = replace(lowered, armed=minute, version=expected + 1)
+        return record, record.state()
+
     def cas(self, expected: int, minute: datetime | None) -> tuple[Record, int | None]:
         if self.version != expected:
             return self, None
@@ -267,6 +279,12 @@ class ModelStore:
 
     def lower_shard(self, shard: int, at: datetime | None, key: str | None) -> RuleState | None:
         self.record, result = self.record.lower(shard, at, key)
+        return result
+
+    def lower_shard_and_arm(
+        self, shard: int, at: datetime | None, key: str | None, expected_version: int, armed_minute: datetime
+    ) -> RuleState | None:
+        self.record, result = self.record.lower_and_arm(shard, at, key, expected_version, armed_minute)
         return result
 
     def raise_shard_heads(
@@ -532,20 +550,22 @@ class NoLowerRuleSync(RuleSync):
     """An editor never lowers its entry's shard head (defect: a pass reads only shards whose
     recorded head is due, so the new entry waits until something else makes its shard due)."""
 
-    def cover_shard(
-        self, shard: int, due: datetime, read: RuleState | None = None, *, key: str | None = None
-    ) -> RuleState:
-        return read or self.store.read_rule_state()
+    @staticmethod
+    def _shard_lowering(
+        state: RuleState, shard: int, due: datetime, key: str | None
+    ) -> tuple[datetime | None, str | None]:
+        return None, None
 
 
 class NoCursorLowerRuleSync(RuleSync):
     """An editor lowers its entry's shard head but never its cursor (defect: an entry written below
     the cursor is never read)."""
 
-    def cover_shard(
-        self, shard: int, due: datetime, read: RuleState | None = None, *, key: str | None = None
-    ) -> RuleState:
-        return super().cover_shard(shard, due, read)
+    @staticmethod
+    def _shard_lowering(
+        state: RuleState, shard: int, due: datetime, key: str | None
+    ) -> tuple[datetime | None, str | None]:
+        return RuleSync._shard_lowering(state, shard, due, None)
 
 
 # ------------------------------------------------------------------------------ the model checker
@@ -786,6 +806,11 @@ class StoreView:
     def lower_shard(self, shard: int, at: datetime | None, key: Any) -> RuleState | None:
         return self._call("lower_shard", shard, at, key)
 
+    def lower_shard_and_arm(
+        self, shard: int, at: datetime | None, key: Any, expected_version: int, armed_minute: datetime
+    ) -> RuleState | None:
+        return self._call("lower_shard_and_arm", shard, at, key, expected_version, armed_minute)
+
     def raise_shard_heads(
         self,
         read: RuleState,
@@ -1013,16 +1038,16 @@ def create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 
 def home_create_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     """Editor create of a task with a generated id: its home item (task and entry in one
-    conditional write), then its shard's head and cursor, then the rule sync. A client that dies
-    after the write leaves only the keeper to cover the task."""
+    conditional write), then the rule sync, which lowers its shard's head and cursor (with the armed
+    minute, in one write, when both move). A client that dies after the write leaves only the keeper
+    to cover the task."""
     task_id, due = spec.args
     rt = _runtime(replay, scenario)
     store: Any = rt.store
     key = (due, task_id, task_id)  # the home key: its token is part of the id
     if not store.insert_home(task_id, due, key):
         return  # a generated id is never taken: nothing else to do
-    covered = rt.rule_sync.cover_shard(shard_of(task_id), due, key=cast(str, key))
-    rt.rule_sync.on_task_due(due, shard_of(task_id), covered)
+    rt.rule_sync.on_task_due(due, shard_of(task_id), key=cast(str, key))
 
 
 def reschedule_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
@@ -1059,15 +1084,19 @@ def cancel_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 
 def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     """The keeper's contract (nexttick/keeper.py), on the unhandled stream records: `confirm` after a
-    rule-record move; `cover_shard` for each shard's earliest newly scheduled entry; `on_task_due`
-    for the earliest one too close to arm and the earliest armable one. Records are dropped only
-    after it finished (a crash: delivered again)."""
+    rule-record move (from the last move's image when the records schedule nothing);
+    `cover_shard` for each shard's earliest newly scheduled entry; `on_task_due` for the earliest
+    one too close to arm and the earliest armable one. Records are dropped only after it finished
+    (a crash: delivered again)."""
     rt = _runtime(replay, scenario)
     store: Any = rt.store
     jobs = store.keeper_take()
     record: RuleState | None = None
-    if any(job[0] == "rule" for job in jobs):
-        _, record = rt.rule_sync.confirm()
+    moves = sorted(job for job in jobs if job[0] == "rule")  # ("rule", version, armed minute)
+    if moves:
+        # Nothing to cover: the last move's image will do.
+        seen = moves[-1][2] if not any(job[0] == "due" for job in jobs) else UNSEEN
+        _, record = rt.rule_sync.confirm(seen)
     scheduled = sorted(job for job in jobs if job[0] == "due")  # ("due", due, shard, key)
     dues = [(due, shard) for _, due, shard, _ in scheduled]
     earliest: dict[int, tuple[datetime, Any]] = {}
@@ -1131,8 +1160,8 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         return world.record.state()
     if name == "cas_rule_state":
         world.record, result = world.record.cas(*args)
-        if result is not None:
-            world.stream(("rule",))
+        if result is not None:  # the write's image: its version (the stream's order), armed minute
+            world.stream(("rule", result, world.record.armed))
         return result
     if name in _RECORD_UPDATES:
         world.record, result = _RECORD_UPDATES[name](world.record, *args)
@@ -1146,6 +1175,11 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
     if name == "lower_shard":
         world.record, lowered = world.record.lower(*args)
         return lowered
+    if name == "lower_shard_and_arm":
+        world.record, armed = world.record.lower_and_arm(*args)
+        if armed is not None:
+            world.stream(("rule", armed.version, armed.armed_minute))
+        return armed
     if name == "raise_shard_heads":
         world.record, raised = world.record.raise_heads(*args)
         return raised
@@ -1686,10 +1720,12 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         return {"record": "w"}
     if name in _RECORD_WRITES_RETURNING:
         return {"record": "w", **_ALL_HEADS}
-    if name == "lower_shard":  # returns the whole record as written
-        shard, at, key = args
+    if name in ("lower_shard", "lower_shard_and_arm"):  # returns the whole record as written
+        shard, at, key = args[:3]
         lowered = {f"heads:{shard}": "w"} if at is not None else {}
         lowered |= {f"cursors:{shard}": "w"} if key is not None else {}
+        if name == "lower_shard_and_arm":  # a CAS too
+            return {"record": "w", **_ALL_HEADS, **lowered, **jobs}
         return {"record": "r", **_ALL_HEADS, **lowered}
     if name == "raise_shard_heads":
         written: dict[str, str] = {}

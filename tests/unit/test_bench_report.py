@@ -15,7 +15,14 @@ ISSUE_KEYS = {
     "backlog": None,
     "lateness": {"second", "minute", "burst"},
     "burst": {"tasks", "latency_model_ms", "sequential_s", "pooled_s", "speedup", "peak_rss_mb"},
-    "fanout": {"tasks", "rows", "efficiency_at_4", "projected_aws_fires_per_s"},
+    "fanout": {
+        "tasks",
+        "rows",
+        "efficiency_at_4",
+        "projected_aws_fires_per_s",
+        "projected_aws_invocations",
+        "invocations_for_1000_fires_per_s",
+    },
     "cost": {
         "wru_per_task",
         "rru_per_task",

@@ -233,3 +233,50 @@ def test_confirm_hands_a_minute_that_is_no_longer_armable_to_the_worker() -> Non
     store.cas_rule_state(1, NOW.replace(second=0))  # the current minute: too late to publish
     assert keeper.rule_sync.confirm()[0] is Outcome.INVOKED
     assert rule.puts == 0 and len(trigger.wakes) == 1
+
+
+# ---------------------------------------------------------------- a batch of rule moves only
+def _moves(*states: tuple[datetime | None, int]) -> list[dict[str, Any]]:
+    """The stream records of the rule record's writes, in the stream's order (armed, version)."""
+    images = [rule_item(armed, version) for armed, version in states]
+    return [
+        record("MODIFY", new, old) for old, new in zip([rule_item(None, 0), *images], images, strict=False)
+    ]
+
+
+def test_a_batch_of_rule_moves_the_rule_already_holds_reads_nothing() -> None:
+    # Given a record moved twice and the rule holding its last value
+    keeper, store, rule, _ = _world()
+    minute = NOW.replace(second=0) + 3 * timedelta(minutes=1)
+    store.cas_rule_state(0, minute + timedelta(minutes=1))
+    store.cas_rule_state(1, minute)
+    rule.put(minute)
+    # When the keeper handles their stream records
+    report = keeper.handle(_moves((minute + timedelta(minutes=1), 1), (minute, 2)))
+    # Then it compares the rule with the last image and reads nothing
+    assert report.outcomes == [Outcome.UNCHANGED] and store.reads == 0 and rule.puts == 1
+
+
+def test_a_batch_of_rule_moves_trusts_only_its_last_image() -> None:
+    # Given a rule holding the first of two moves: the second's writer died before its PutRule
+    keeper, store, rule, trigger = _world()
+    minute = NOW.replace(second=0) + 3 * timedelta(minutes=1)
+    store.cas_rule_state(0, minute + timedelta(minutes=1))
+    rule.put(minute + timedelta(minutes=1))
+    store.cas_rule_state(1, minute)
+    # When the keeper handles both records
+    report = keeper.handle(_moves((minute + timedelta(minutes=1), 1), (minute, 2)))
+    # Then it reads the record and publishes the later value
+    assert report.outcomes == [Outcome.ARMED] and store.reads >= 1
+    assert rule.minute == minute and trigger.wakes == []
+
+
+def test_a_batch_that_covers_a_task_reads_the_record_even_if_the_rule_holds_its_image() -> None:
+    # Given a task's write and a rule move in one batch, the rule holding the move's minute
+    keeper, store, rule, _ = _world()
+    minute = NOW.replace(second=0) + 3 * timedelta(minutes=1)
+    store.cas_rule_state(0, minute)
+    rule.put(minute)
+    # When the keeper handles them / Then the cover is decided on a read made after the task's write
+    keeper.handle([*_moves((minute, 1)), created("a", minute + 20 * S)])
+    assert store.reads >= 1
