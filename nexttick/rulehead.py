@@ -29,11 +29,13 @@ class ShardHeads:
     store: RuleStateStore
     clock: Clock
 
-    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> DueShards:
+    def due_shards(
+        self, until: datetime, among: Collection[int] | None = None, read: RuleState | None = None
+    ) -> DueShards:
         """Those of `among` (default: all shards) whose recorded head is due by `until` or not
         known: the only ones that can hold an entry claimable by then (a pass reads these, and no
-        other)."""
-        state = self.store.read_rule_state()
+        other). `read`: the record as the caller's own write just returned it (else it is read)."""
+        state = read or self.store.read_rule_state()
         shards = range(self.store.shards) if among is None else among
         return DueShards({s for s in shards if not state.knows_head(s) or _due(state, s, until)}, state)
 

@@ -227,6 +227,15 @@ class RuleSync(ShardHeads, RuleArming):
                 return RearmResult(outcome, again, self.timing.fire_minute(again))
         return RearmResult(Outcome.ARMED, head, target)
 
+    def release_wait(self, at: datetime) -> RuleState | None:
+        """Release the wait claim for `at` once its time has come (by our clock, within the skew
+        bound): the waiter after its sleep, or the invocation its wait was handed over to, before its
+        pass reads the shards — as `rearm` would release it, one step sooner. Returns the record as
+        the release wrote it, which serves as the pass's read (None: not released; read it)."""
+        if not self._woke(at):
+            return None
+        return self.store.release_waiter(None, at)
+
     def _woke(self, waiter_at: datetime) -> bool:
         """A waiter's wake time has come by our clock, give or take the stated skew bound. Early,
         the claim is only released sooner (editors then invoke directly); late, the backstop stays

@@ -106,12 +106,15 @@ class RuleStateStore(StoreBase):
         ]
         return self._update_rule(actions, condition) is not None
 
-    def release_waiter(self, owner: str, at: datetime) -> RuleState | None:
-        """Remove the waiter claim of `owner` for `at` (and nothing newer); returns the record as
-        written (None: no such claim)."""
+    def release_waiter(self, owner: str | None, at: datetime) -> RuleState | None:
+        """Remove the waiter claim of `owner` (None: whoever holds it) for `at` (and nothing newer);
+        returns the record as written (None: no such claim)."""
         r = self.models.rule
         actions = [r.waiter_at.remove(), r.waiter_until.remove(), r.waiter_owner.remove()]
-        return self._update_rule(actions, (r.waiter_owner == owner) & (r.waiter_at == to_epoch(at)))
+        condition: Condition = r.waiter_at == to_epoch(at)
+        if owner is not None:
+            condition = (r.waiter_owner == owner) & condition
+        return self._update_rule(actions, condition)
 
     def lower_shard(self, shard: int, at: datetime | None, key: str | None) -> RuleState | None:
         """In one write, lower `shard`'s head to `at` and its cursor to `key` (each only if given, and

@@ -26,7 +26,6 @@ from pynamodb.exceptions import PutError
 
 from nexttick.store import keys, wire
 from nexttick.store.base import condition_failed
-from nexttick.store.mapping import queue_item, task_item
 from nexttick.store.models import TaskItem
 from nexttick.store.prebuilt import Prebuilt
 from nexttick.store.queue import QueueStore, is_home_entry
@@ -211,8 +210,11 @@ class TaskWrites(TaskItems, QueueStore, RuleStateStore):
                 continue
             entry = self._new_entry(record.id, occurrence_of(record, record.due), created_at)
             record.queue_key, record.queue_token = entry.key, entry.token
-            items = (queue_item(self.models.queue, entry), task_item(self.models.task, record))
-            yield entry, tuple(item.serialize() for item in items)
+            entry_item = {
+                **item_key(keys.queue_pk(entry.shard, parked=entry.parked), entry.key),
+                **wire.entry_attributes(entry),
+            }
+            yield entry, (entry_item, {**item_key(*self.task_key(record.id)), **wire.TASKS.encode(record)})
 
 
 class _Serialized:

@@ -13,9 +13,10 @@ One invocation:
    and a head it finds due is passed over at once);
 3. a head too close to arm (`Outcome.DUE_SOON`) is waited for by the one invocation that claims the
    wait (`claim_wait`; the rule stays armed as its backstop): a long wait is handed to a delayed
-   message (`runtime.handover`) whose invocation sleeps the last seconds, a short one is slept here
-   (Clock.sleep, to the exact instant) when the remaining time allows; otherwise the worker
-   re-invokes itself;
+   message (nexttick.worker.handover) whose invocation sleeps the last seconds, a short one is
+   slept here (Clock.sleep, to the exact instant) when the remaining time allows; otherwise the
+   worker re-invokes itself. After the sleep (here, or in the invocation the wait was handed to)
+   the next pass first releases the claim, and reads the shards from the release's answer;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
    action timeout plus a few seconds), so no run is cut off with the rule on a past minute;
 5. a burst is spread over helper invocations, and invocations running at once share the shards
@@ -31,11 +32,8 @@ from collections.abc import Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from nexttick import constants
 from nexttick.actions import ActionRegistry
-from nexttick.aws import HANDOVER_SEND_SECONDS
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
 from nexttick.rulearm import Outcome
 from nexttick.rulehead import DueShards, key_after, read_starts
@@ -43,6 +41,7 @@ from nexttick.rulesync import WaitClaim
 from nexttick.runtime import Runtime
 from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
+from nexttick.worker.handover import hand_over
 from nexttick.worker.lease import LeaseKeeper
 from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, RunResult, no_hook
 from nexttick.worker.report import Held, PassResult, RunReport
@@ -100,6 +99,9 @@ class Worker:
         self._lateness_by_kind: defaultdict[Dimensions, list[float]] = defaultdict(list)
         self._counts: Counter[str] = Counter()  # count metrics of the pass, added once at its end
         self._read: RuleState | None = None  # the record as the last pass read it
+        # The head of a claimed wait this invocation slept for (its own, or one handed over to it):
+        # the next pass releases the claim first and reads the shards from the release's answer.
+        self._woke_for: datetime | None = None
         # Per shard, where the next pass reads from while passes follow one another (a burst): past
         # what the last one took, so a burst's finished home items (which stay in the shard until
         # their TTL) are not read again and again. The re-arm's first read starts there too; it
@@ -116,6 +118,7 @@ class Worker:
             wait_seconds = (wake_at - self.wake_ahead - self.clock.now()).total_seconds()
             if wait_seconds > 0:
                 self._sleep(min(wait_seconds, max(self.remaining() - self.margin, 0.0)))
+            self._woke_for = wake_at
         pool_size = self.settings.pool_size
         with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="nexttick-run") as pool:
             while True:
@@ -167,12 +170,20 @@ class Worker:
             # Already due: held by others (leased), or in shards left to another invocation until
             # it has drained them or its yield expires.
             wait_seconds = max(MIN_WAIT_SECONDS, self.sharing.seconds_until_yield_ends())
-        elif self._hand_over(head, wait_seconds):
+        elif (delay := hand_over(self.runtime, head, wait_seconds)) is not None:
+            self.report.handed_over_seconds = delay
             return self._finish("handed-over", "the wait goes on in the invocation its message starts")
         else:  # what is left of it now (a send that did not hand over took some of it)
             wait_seconds = max((head - self.wake_ahead - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
         self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
+        self._woke_for = head
         return None
+
+    def _release_wait(self) -> RuleState | None:
+        """After the sleep for a claimed wait: its claim released before the pass reads the shards
+        (the release's answer is the pass's read of the record; None: read it)."""
+        at, self._woke_for = self._woke_for, None
+        return None if at is None else self.runtime.rule_sync.release_wait(at)
 
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()
@@ -188,7 +199,7 @@ class Worker:
             while True:
                 now = self.clock.now()
                 until = now + self.claim_ahead
-                due = self.runtime.rule_sync.due_shards(until, self.sharing.group)
+                due = self.runtime.rule_sync.due_shards(until, self.sharing.group, self._release_wait())
                 self._read = due.record
                 if not due.shards and not held.submitted:
                     return PassResult.EMPTY
@@ -295,29 +306,6 @@ class Worker:
                     self._counts[constants.METRIC_LATE_RUNS] += 1
                 if outcome.started is not None:  # written by the pass's end (`flush_lateness`)
                     self.store.note_lateness(outcome.started, outcome.lateness_ms)
-
-    def _hand_over(self, head: datetime, wait_seconds: float) -> bool:
-        """Hand a long wait to a delayed message instead of sleeping through it: the invocation its
-        delivery starts sleeps the last `handover_lead_seconds` and runs the head. Our claim stays
-        (its backstop too), so editors rely on it as on a sleeper. A wait shorter than the send's
-        worst case plus the lead is slept through, as is one whose send failed, or took so long that
-        its message may arrive after the wake (its invocation then finds the head run)."""
-        lead = self.settings.handover_lead_seconds
-        if self.runtime.handover is None or wait_seconds < lead + HANDOVER_SEND_SECONDS:
-            return False
-        delay = min(int(wait_seconds - lead + 0.5), constants.MAX_HANDOVER_DELAY_SECONDS)  # rounded
-        sending = self.clock.now()
-        try:
-            self.runtime.handover.send(delay, head)
-        except (BotoCoreError, ClientError):
-            logger.warning("could not hand the wait over: sleeping through it", exc_info=True)
-            return False
-        took = (self.clock.now() - sending).total_seconds()
-        if took > lead / 2:
-            logger.warning("the hand-over's send was slow: sleeping through the wait", extra={"send_s": took})
-            return False
-        self.report.handed_over_seconds = delay
-        return True
 
     def _sleep(self, seconds: float) -> None:
         self.report.waited_seconds += seconds

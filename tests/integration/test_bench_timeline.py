@@ -69,7 +69,9 @@ def test_an_isolated_task_runs_once_its_wait_handed_over_in_simulated_time() -> 
     assert api.requests["PutItem"] == 1 and api.wru >= 1
     assert worker.requests["UpdateItem"] >= 2 and "PutItem" not in worker.requests
     assert keeper.requests["GetItem"] == 1 < len(measured.keeper) and keeper.wru == 0
-    assert [r.round_trip_s > 0 for r in measured.api + measured.keeper] == [True] * (1 + len(measured.keeper))
+    # (a keeper batch of rule-record changes that moved nothing, such as the claim's release, makes
+    # no request at all)
+    assert measured.api[0].round_trip_s > 0 and any(r.round_trip_s > 0 for r in measured.keeper)
     # And what the functions printed (log lines, EMF metrics) was counted, with the metrics named
     assert measured.printed_bytes[API] > 0 and measured.printed_bytes[WORKER] > 0
     assert measured.metric_marks["nexttick/Responses2xx {service=nexttick}"] == 1

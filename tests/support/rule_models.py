@@ -197,8 +197,8 @@ class Record:
             return self, False
         return replace(self, waiter_at=at, waiter_until=until, waiter_owner=owner), True
 
-    def release_waiter(self, owner: str, at: datetime) -> tuple[Record, RuleState | None]:
-        if self.waiter_owner != owner or self.waiter_at != at:
+    def release_waiter(self, owner: str | None, at: datetime) -> tuple[Record, RuleState | None]:
+        if (owner is not None and self.waiter_owner != owner) or self.waiter_at != at:
             return self, None
         record = replace(self, waiter_at=None, waiter_until=None, waiter_owner=None)
         return record, record.state()
@@ -312,7 +312,7 @@ class ModelStore:
         self.record, result = self.record.claim_waiter(at, owner, until, stale_before, expected_version)
         return result
 
-    def release_waiter(self, owner: str, at: datetime) -> RuleState | None:
+    def release_waiter(self, owner: str | None, at: datetime) -> RuleState | None:
         self.record, result = self.record.release_waiter(owner, at)
         return result
 
@@ -386,7 +386,9 @@ class NaiveRuleSync(RuleSync):
         self.rule.put(self.timing.fire_minute(head) if head else None)
         return Outcome.ARMED
 
-    def due_shards(self, until: datetime, among: Collection[int] | None = None) -> DueShards:
+    def due_shards(
+        self, until: datetime, among: Collection[int] | None = None, read: RuleState | None = None
+    ) -> DueShards:
         return DueShards(set(range(SHARDS) if among is None else among), RuleState(None, 0))
 
     def _queue_head(self) -> datetime | None:
@@ -833,7 +835,7 @@ class StoreView:
     ) -> bool:
         return self._call("claim_waiter", at, owner, until, stale_before, expected_version)
 
-    def release_waiter(self, owner: str, at: datetime) -> RuleState | None:
+    def release_waiter(self, owner: str | None, at: datetime) -> RuleState | None:
         return self._call("release_waiter", owner, at)
 
     def run(self, task_id: str) -> None:
