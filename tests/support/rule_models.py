@@ -1092,12 +1092,11 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     (a crash: delivered again)."""
     rt = _runtime(replay, scenario)
     store: Any = rt.store
-    jobs = store.keeper_take()
+    jobs, last_armed = store.keeper_take()
     record: RuleState | None = None
-    moves = sorted(job for job in jobs if job[0] == "rule")  # ("rule", version, armed minute)
-    if moves:
+    if any(job[0] == "rule" for job in jobs):
         # Nothing to cover: the last move's image will do.
-        seen = moves[-1][2] if not any(job[0] == "due" for job in jobs) else UNSEEN
+        seen = last_armed if not any(job[0] == "due" for job in jobs) else UNSEEN
         _, record = rt.rule_sync.confirm(seen)
     scheduled = sorted(job for job in jobs if job[0] == "due")  # ("due", due, shard, key)
     dues = [(due, shard) for _, due, shard, _ in scheduled]
@@ -1162,8 +1161,8 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         return world.record.state()
     if name == "cas_rule_state":
         world.record, result = world.record.cas(*args)
-        if result is not None:  # the write's image: its version (the stream's order), armed minute
-            world.stream(("rule", result, world.record.armed))
+        if result is not None:
+            world.stream(("rule",))
         return result
     if name in _RECORD_UPDATES:
         world.record, result = _RECORD_UPDATES[name](world.record, *args)
@@ -1180,7 +1179,7 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
     if name == "lower_shard_and_arm":
         world.record, armed = world.record.lower_and_arm(*args)
         if armed is not None:
-            world.stream(("rule", armed.version, armed.armed_minute))
+            world.stream(("rule",))
         return armed
     if name == "raise_shard_heads":
         world.record, raised = world.record.raise_heads(*args)
@@ -1295,8 +1294,8 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
         if entry is not None and task.status == "pending" and task.token == entry.token:
             world.tasks[task_id] = replace(task, status="done", version=task.version + 1)
         return None
-    if name == "keeper_take":
-        return world.jobs
+    if name == "keeper_take":  # the records not yet handled, and the armed minute of the last move
+        return world.jobs, world.record.armed
     if name == "keeper_done":
         remaining = list(world.jobs)
         for record in args[0]:
@@ -1761,7 +1760,7 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
     if name == "describe":
         return {"rule": "r"}
     if name == "keeper_take":
-        return {"jobs": "r"}
+        return {"jobs": "r", "record": "r"}
     if name == "keeper_done":
         return {"jobs": "w"}
     return {}  # put_send, invoke, help, handover, run, sleep_until: private, or appends that commute
