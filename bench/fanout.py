@@ -221,7 +221,7 @@ def _projection(rows: list[dict[str, Any]], tasks: int) -> dict[str, Any]:
         "per_invocation_fires_per_s_cpu_bound": round(per_invocation_cpu),
         "dynamodb_partition_ceiling_fires_per_s": round(partitions),
         "fires_per_s_by_max_invocations": by_invocations,
-        f"invocations_for_{SCHEDULER_FIRES_PER_S}_fires_per_s": needed,
+        "invocations_for_1000_fires_per_s": needed,
         "fires_per_s_by_max_invocations_at_1769_mb": at_one_vcpu,
         "note": (
             f"per invocation: min(measured {one['fires_per_s']}/s with pool {one['pool_size']}, "
@@ -265,9 +265,7 @@ def run(quick: bool) -> dict[str, Any]:
         },
         "projected_aws_fires_per_s": projection["fires_per_s_by_max_invocations"][str(INVOCATION_BOUND)],
         "projected_aws_invocations": INVOCATION_BOUND,
-        "invocations_for_1000_fires_per_s": projection[
-            f"invocations_for_{SCHEDULER_FIRES_PER_S}_fires_per_s"
-        ],
+        "invocations_for_1000_fires_per_s": projection["invocations_for_1000_fires_per_s"],
         "projection": projection,
     }
 

@@ -38,7 +38,6 @@ from nexttick.store.keys import shard_of, split_queue_sort_key
 from nexttick.store.records import RUNNABLE_NOW, RuleState, TaskStatus
 from nexttick.store.streams import (
     ItemKind,
-    RuleImage,
     item_kind,
     new_rule_image,
     removed_payload,
@@ -118,7 +117,7 @@ class Keeper:
     def handle(self, records: Iterable[Mapping[str, Any]]) -> KeeperReport:
         report = KeeperReport()
         earliest: dict[int, tuple[datetime, str]] = {}  # by queue shard: due time, entry key
-        latest_rule: RuleImage | None = None  # the batch's last image of the rule record
+        latest_rule: Mapping[str, Any] | None = None  # the batch's last image of the rule record
         for record in records:
             report.records += 1
             latest_rule = new_rule_image(record) or latest_rule
@@ -137,7 +136,9 @@ class Keeper:
         if report.rule_moves:
             # With nothing to cover, the batch's last image of the record will do for the comparison
             # with the rule; a cover needs a read made after its entry's write.
-            seen = latest_rule.armed_minute if latest_rule is not None and not earliest else UNSEEN
+            seen = (
+                rule_image(latest_rule).armed_minute if latest_rule is not None and not earliest else UNSEEN
+            )
             outcome, rule = self.rule_sync.confirm(seen)
             report.outcomes.append(outcome)
         for shard, (due, key) in earliest.items():

@@ -96,23 +96,22 @@ class RuleSync(ShardHeads, RuleArming):
         it. `read`: the record as the caller read it after the
         entry was written (any read after it will do: a raise it misses is followed by the raiser's
         second read of the shard, which finds the entry)."""
-        state = read or self.store.read_rule_state()
-        while True:
-            at, below = self._shard_lowering(state, shard, due, key)
-            if at is None and below is None:
-                return state
-            written = self.store.lower_shard(shard, at, below)
-            state = written if written is not None else self.store.read_rule_state()
+        return self._cover_shard_arming(shard, due, key, None, read)[0]
 
     def _cover_shard_arming(
-        self, shard: int, due: datetime, key: str | None, minute: datetime | None
+        self,
+        shard: int,
+        due: datetime,
+        key: str | None,
+        minute: datetime | None,
+        read: RuleState | None = None,
     ) -> tuple[RuleState, Outcome | None]:
         """`cover_shard`, with the record's armed minute lowered to `minute` (armable; None: not
         armed here) in the same write when both have to move — a lone task's create writes the
         record once, not twice, before its PutRule. The write is conditioned on the version read, so
         it is the CAS of `lower` decided on the record as read after our entry's write. Returns the
         record to decide on, and the outcome when the folded write armed the rule."""
-        state = self.store.read_rule_state()
+        state = read or self.store.read_rule_state()
         while True:
             at, below = self._shard_lowering(state, shard, due, key)
             if at is None and below is None:

@@ -102,12 +102,14 @@ def task_image(image: Mapping[str, Any]) -> TaskImage:
     return TaskImage(item.task_id, item.status, item.due, entry_key=entry_key, run_now_key=item.extra_key)
 
 
-def new_rule_image(record: Mapping[str, Any]) -> RuleImage | None:
-    """The rule record as a stream record's change wrote it, or None (another item, a removal)."""
+def new_rule_image(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The rule record's image as a stream record's change wrote it (DynamoDB JSON, for
+    `rule_image`), or None (another item, a removal)."""
     change = record.get("dynamodb", {})
     if "NewImage" not in change or item_kind(change.get("Keys", {})) is not ItemKind.RULE:
         return None
-    return rule_image(change["NewImage"])
+    image: Mapping[str, Any] = change["NewImage"]
+    return image
 
 
 def rule_image(image: Mapping[str, Any]) -> RuleImage:
