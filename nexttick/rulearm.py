@@ -14,7 +14,7 @@ from typing import Protocol
 
 from nexttick.clock import Clock
 from nexttick.ruletiming import Timing
-from nexttick.store.records import RuleState, ShardFront
+from nexttick.store.records import RuleState, ShardFront, WaiterClaim
 
 
 class RuleStateStore(Protocol):
@@ -22,7 +22,9 @@ class RuleStateStore(Protocol):
 
     def read_rule_state(self) -> RuleState: ...
 
-    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None: ...
+    def cas_rule_state(
+        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
+    ) -> int | None: ...
 
     def confirm_published(self, version: int) -> RuleState | None: ...
 
@@ -51,6 +53,15 @@ class RuleStateStore(Protocol):
         heads: Mapping[int, datetime | None],
         cursors: Mapping[int, str] | None = None,
     ) -> bool: ...
+
+    def raise_shard_heads_and_arm(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, str],
+        armed_minute: datetime | None,
+        waiter: WaiterClaim | None = None,
+    ) -> int | None: ...
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
 

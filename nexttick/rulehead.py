@@ -23,6 +23,23 @@ class DueShards:
     record: RuleState
 
 
+@dataclass(frozen=True)
+class HeadRead:
+    """A re-arm's first read of the shards: what each front is, how the record's heads and cursors
+    move up to it, and every shard's head (as read, else as recorded)."""
+
+    fronts: dict[int, ShardFront]
+    raised: dict[int, datetime | None]
+    advanced: dict[int, str]
+    hinted: set[int]  # read from past their cursors (the caller's hint): always read again
+    heads: dict[int, datetime | None]
+
+    @property
+    def moves(self) -> bool:
+        """The record's heads or cursors move up."""
+        return bool(self.raised or self.advanced)
+
+
 class ShardHeads:
     """The worker's reads of the shards' heads and cursors (a base of RuleSync)."""
 
@@ -39,59 +56,64 @@ class ShardHeads:
         shards = range(self.store.shards) if among is None else among
         return DueShards({s for s in shards if not state.knows_head(s) or _due(state, s, until)}, state)
 
-    def _refresh_heads(
-        self, state: RuleState, touched: Collection[int], past: Mapping[int, str]
-    ) -> tuple[RuleState, dict[int, datetime | None]]:
-        """Every shard's head: as recorded where that is later than now (nothing there can be due
-        yet), else read from the shard (from its cursor) — where the recorded head is due, unknown,
-        or the shard was written by this invocation. The record's heads and cursors are raised to
-        what was read (each only if still the value `state` holds: a lowering since means read
-        again), then the raised shards are read **again**, from where their cursors stood: an entry
-        written before its writer read the old, lower head or cursor was not lowered for by that
-        writer, and this second read finds it (then we lower for it). A shard whose first read
-        started `past` its cursor (what the caller's passes took: a burst's finished home items) is
-        always read again from its cursor, so the hint saves one of the two walks over those items
-        and decides nothing: whatever the first read missed, the second finds."""
-        while True:
-            now = self.clock.now()
-            stale = [
-                s
-                for s in range(self.store.shards)
-                if s in touched or not state.knows_head(s) or _due(state, s, now)
-            ]
-            starts = read_starts(state.cursors, {s: past[s] for s in stale if s in past})
-            hinted = {s for s in stale if starts.get(s) != state.cursor_of(s)}
-            fronts = self.store.shard_fronts(stale, starts, now=now) if stale else {}
-            raised = {
-                s: front.head
-                for s, front in fronts.items()
-                if not state.knows_head(s) or head_later(front.head, state.head_of(s))
-            }
-            advanced = {
-                s: front.cursor
-                for s, front in fronts.items()
-                if front.cursor is not None and _cursor_later(front.cursor, state.cursor_of(s))
-            }
-            if (raised or advanced) and not self.store.raise_shard_heads(state, raised, advanced):
-                state = self.store.read_rule_state()
-                continue
-            recheck = raised.keys() | advanced.keys() | hinted
-            again = self._reread(recheck, state) if recheck else {}
-            read: dict[int, datetime | None] = {}
-            for shard, front in fronts.items():
-                latest = again.get(shard, front)
-                recorded = raised.get(shard, state.head_of(shard) if state.knows_head(shard) else None)
-                cursor = advanced.get(shard, state.cursor_of(shard))
-                at = latest.head if latest.head is not None and head_later(recorded, latest.head) else None
-                below = latest.cursor if _cursor_later(cursor, latest.cursor) else None
-                if at is not None or below is not None:
-                    # An entry its writer has not lowered for yet (or one we raised past): lower.
-                    self.store.lower_shard(shard, at, below)
-                read[shard] = latest.head
-            recorded_heads = {
-                s: state.head_of(s) for s in range(self.store.shards) if s not in read and state.knows_head(s)
-            }
-            return state, recorded_heads | read
+    def _read_heads(self, state: RuleState, touched: Collection[int], past: Mapping[int, str]) -> HeadRead:
+        """The first read of a re-arm: every shard's head, as recorded where that is later than now
+        (nothing there can be due yet), else read from the shard (from its cursor) — where the
+        recorded head is due, unknown, or the shard was written by this invocation — and how the
+        record's heads and cursors move up to what was read. Writes nothing: the caller raises them
+        (each conditioned on the value `state` holds: a lowering since means read again), in the
+        write that moves the armed minute when that moves too, and then calls `_settle_heads`."""
+        now = self.clock.now()
+        stale = [
+            s
+            for s in range(self.store.shards)
+            if s in touched or not state.knows_head(s) or _due(state, s, now)
+        ]
+        starts = read_starts(state.cursors, {s: past[s] for s in stale if s in past})
+        fronts = self.store.shard_fronts(stale, starts, now=now) if stale else {}
+        raised = {
+            s: front.head
+            for s, front in fronts.items()
+            if not state.knows_head(s) or head_later(front.head, state.head_of(s))
+        }
+        advanced = {
+            s: front.cursor
+            for s, front in fronts.items()
+            if front.cursor is not None and _cursor_later(front.cursor, state.cursor_of(s))
+        }
+        recorded = {
+            s: state.head_of(s) for s in range(self.store.shards) if s not in fronts and state.knows_head(s)
+        }
+        return HeadRead(
+            fronts=fronts,
+            raised=raised,
+            advanced=advanced,
+            hinted={s for s in stale if starts.get(s) != state.cursor_of(s)},
+            heads=recorded | {s: front.head for s, front in fronts.items()},
+        )
+
+    def _settle_heads(self, found: HeadRead, state: RuleState) -> bool:
+        """After the raise of `found` (from `state`): read the raised shards **again**, from where
+        their cursors stood: an entry written before its writer read the old, lower head or cursor
+        was not lowered for by that writer, and this second read finds it; lower for it. A shard
+        whose first read started past its cursor (`past`: what the caller's passes took, a burst's
+        finished home items) is always read again from its cursor, so the hint saves one of the two
+        walks over those items and decides nothing: whatever the first read missed, the second
+        finds. Returns whether it lowered anything (then what was decided on the first read is
+        decided again)."""
+        recheck = found.raised.keys() | found.advanced.keys() | found.hinted
+        again = self._reread(recheck, state) if recheck else {}
+        lowered = False
+        for shard, latest in again.items():
+            recorded = found.raised.get(shard, state.head_of(shard) if state.knows_head(shard) else None)
+            cursor = found.advanced.get(shard, state.cursor_of(shard))
+            at = latest.head if latest.head is not None and head_later(recorded, latest.head) else None
+            below = latest.cursor if _cursor_later(cursor, latest.cursor) else None
+            if at is not None or below is not None:
+                # An entry its writer has not lowered for yet (or one we raised past): lower.
+                self.store.lower_shard(shard, at, below)
+                lowered = True
+        return lowered
 
     def _reread(self, shards: Collection[int], state: RuleState) -> dict[int, ShardFront]:
         """The second read of the shards whose heads or cursors were just raised, from where their

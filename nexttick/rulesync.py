@@ -12,10 +12,12 @@ what the record says, and the record tells whether its value was ever confirmed 
   never confirmed, when its writer may have died before its PutRule: then we publish it. Otherwise
   lower it (CAS), publish.
 * `rearm` (worker, after a run): read the record; read the shards whose recorded head is due (or
-  unknown, or written by this invocation), raise their heads to what was read (conditioned on the
-  values read) and read those shards **again**; CAS the armed minute to the earliest head, publish,
-  then read the record **again** and lower for any head an editor lowered meanwhile. A target that
-  stopped being armable while publishing is decided again, never trusted.
+  unknown, or written by this invocation); in one write, raise their heads to what was read
+  (conditioned on the values read) and CAS the armed minute to the earliest head; read the raised
+  shards **again** (an entry the second read finds below the raise is lowered for, and everything
+  is decided again); publish, then read the record **again** and lower for any head an editor
+  lowered meanwhile. A target that stopped being armable while publishing is decided again, never
+  trusted.
 * A head too close to arm is waited for in-process by one worker (`claim_wait`). The record names
   it and, until the first worker that runs after its wake time releases the claim, stays armed as
   its backstop: if the sleeper dies, the rule still starts a worker about a minute later.
@@ -41,8 +43,8 @@ from datetime import datetime
 from enum import StrEnum
 
 from nexttick.rulearm import Outcome, RuleArming
-from nexttick.rulehead import ShardHeads, head_later
-from nexttick.store.records import RuleState
+from nexttick.rulehead import HeadRead, ShardHeads, head_later
+from nexttick.store.records import RuleState, WaiterClaim
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,22 @@ class WaitClaim(StrEnum):
     CLAIMED = "claimed"  # this invocation is the one waiter: sleep until the head
     COVERED = "covered"  # another live waiter wakes at or before the head: this one can stop
     MOVED = "moved"  # the record is no longer a published backstop for the head: re-arm first
+
+
+@dataclass(frozen=True)
+class WaitIntent:
+    """What the caller of `rearm` does with a due-soon head: sleep for it as `owner`, alive until
+    `until`, if it is due by `latest` (its deadline less its margin) and after `after` (None: any;
+    one due sooner is passed for, not waited for). The re-arm then takes the wait's claim in the
+    write that arms the claim's backstop, instead of a write of its own after it."""
+
+    owner: str
+    until: datetime
+    latest: datetime
+    after: datetime | None = None
+
+    def waits_for(self, head: datetime) -> bool:
+        return head <= self.latest and (self.after is None or head > self.after)
 
 
 @dataclass(frozen=True)
@@ -139,9 +157,11 @@ class RuleSync(ShardHeads, RuleArming):
         The waiter releases its claim when it wakes, before it reads the queue head, and we read the
         claim after our task write: so that head read finds our task. If the waiter died instead,
         the rule is armed as its backstop, and the worker that firing starts releases the claim the
-        same way. Only instants are compared (the claim's and our due time), never our clock with
-        the waiter's. One waiter, not a herd."""
-        if self._waiter_covers(state, due):
+        same way — which is why the claim counts only while the rule was confirmed to hold the
+        record's value (a waiter takes its claim in the CAS that arms the backstop, before the
+        PutRule: if it dies in between, we invoke). Only instants are compared (the claim's and our
+        due time), never our clock with the waiter's. One waiter, not a herd."""
+        if self._waiter_covers(state, due) and state.published:
             return Outcome.COVERED
         self._wake("due too soon to arm")
         return Outcome.INVOKED
@@ -161,13 +181,16 @@ class RuleSync(ShardHeads, RuleArming):
         touched: Collection[int] = (),
         read: RuleState | None = None,
         past: Mapping[int, str] | None = None,
+        wait: WaitIntent | None = None,
     ) -> RearmResult:
         """Point the rule at the queue head after a worker run (raise or lower, or the epoch). A head
         too close to arm is returned as DUE_SOON for the caller to keep, with the rule armed as the
         backstop of whoever sleeps for it. `touched`: the shards this invocation wrote entries to;
         `read`: the record as the caller read it with nothing of its own written since; `past`: per
         shard, a key before which the caller took every entry (its passes' reads), where the first
-        read of that shard may start — only a hint: the second read starts at the cursor."""
+        read of that shard may start — only a hint: the second read starts at the cursor; `wait`:
+        how the caller waits for a due-soon head (its claim is then taken with the backstop's CAS,
+        and `claim_wait` finds it held)."""
         while True:
             state, read = read or self.store.read_rule_state(), None
             if state.waiter_owner is not None and state.waiter_at is not None and self._woke(state.waiter_at):
@@ -176,20 +199,25 @@ class RuleSync(ShardHeads, RuleArming):
                 # before the head read, so that read sees every task they committed meanwhile.
                 read = self.store.release_waiter(state.waiter_owner, state.waiter_at)
                 continue
-            state, heads = self._refresh_heads(state, touched, past or {})
-            head = min((h for h in heads.values() if h is not None), default=None)
+            found = self._read_heads(state, touched, past or {})
+            head = min((h for h in found.heads.values() if h is not None), default=None)
             now = self.clock.now()
             due_soon = head is not None and not self.timing.armable(self.timing.fire_minute(head), now)
             target, backstop = self._target(state, head, due_soon, now)
             early_enough = target is not None and backstop and self._fires_by(state.armed_minute, target, now)
-            if state.armed_minute == target or early_enough:
+            keep = state.armed_minute == target or early_enough
+            claim = self._claim_with_cas(state, head, wait, now) if due_soon else None
+            version = self._raise_and_arm(state, found, target, arm=not keep, claim=claim)
+            if version is None:
+                continue  # a condition failed: read the record and decide again
+            if self._settle_heads(found, state):
+                past = None  # the second read lowered a head: decide again, reading from the cursors
+                continue
+            if keep:
                 self._repair_rule(state, verify=not backstop)
                 return RearmResult(
                     Outcome.DUE_SOON if due_soon else Outcome.UNCHANGED, head, state.armed_minute
                 )
-            version = self.store.cas_rule_state(state.version, target)
-            if version is None:
-                continue
             confirmed = self.publish(RuleState(target, version))
             if not self._landed_in_time(target):
                 continue  # decide again: the head is kept (DUE_SOON) or armed for a later minute
@@ -198,6 +226,38 @@ class RuleSync(ShardHeads, RuleArming):
                 # hands over to, or one its backstop starts), so no second read is needed here.
                 return RearmResult(Outcome.DUE_SOON, head, target, confirmed)
             return self._recheck_head(head, target, confirmed)
+
+    def _raise_and_arm(
+        self,
+        state: RuleState,
+        found: HeadRead,
+        target: datetime | None,
+        *,
+        arm: bool,
+        claim: WaiterClaim | None = None,
+    ) -> int | None:
+        """The re-arm's write: the record's heads and cursors raised to what `found` read and, with
+        `arm`, the armed minute moved to `target` (and `claim` taken) — one conditional write when
+        they all move. Returns the record's version after it (None: a condition failed; read the
+        record and decide again)."""
+        if not arm:
+            if found.moves and not self.store.raise_shard_heads(state, found.raised, found.advanced):
+                return None
+            return state.version
+        if found.moves:
+            return self.store.raise_shard_heads_and_arm(state, found.raised, found.advanced, target, claim)
+        return self.store.cas_rule_state(state.version, target, claim)
+
+    def _claim_with_cas(
+        self, state: RuleState, head: datetime | None, wait: WaitIntent | None, now: datetime
+    ) -> WaiterClaim | None:
+        """The claim the caller's wait for a due-soon `head` takes with the backstop's CAS: None when
+        it would not wait for it, or when the record as read holds a claim it may not take over
+        (then `claim_wait` answers COVERED, and the write need not fail on it)."""
+        if wait is None or head is None or not wait.waits_for(head):
+            return None
+        claim = WaiterClaim(head, wait.owner, wait.until, now - self.timing.clock_skew)
+        return claim if claim.takes_over(state) else None
 
     def _landed_in_time(self, target: datetime | None) -> bool:
         """Our PutRule for `target` returned while the minute was still armable. A slower one may
@@ -286,6 +346,8 @@ class RuleSync(ShardHeads, RuleArming):
             backstop = self.timing.backstop_minute(head, now)
             if not (state.published and self._fires_by(state.armed_minute, backstop, now)):
                 return WaitClaim.MOVED
+            if WaiterClaim(head, owner, until, stale_before).held_in(state):
+                return WaitClaim.CLAIMED  # taken with the re-arm's CAS (`rearm`'s `wait`)
             if self.store.claim_waiter(head, owner, until, stale_before, expected_version=state.version):
                 return WaitClaim.CLAIMED
 

@@ -244,6 +244,33 @@ class QueueEntry:
 
 
 @dataclass(frozen=True)
+class WaiterClaim:
+    """A worker's claim to be the one invocation sleeping for a due-soon head due `at`, alive until
+    `until` (its deadline). It takes the record's claim when there is none, it is the owner's, the
+    current one wakes later or is gone by `at`, or should have woken before `stale_before` (waiters
+    release their claim on waking: that one died)."""
+
+    at: datetime
+    owner: str
+    until: datetime
+    stale_before: datetime
+
+    def takes_over(self, state: RuleState) -> bool:
+        """Whether this claim may replace what `state` holds (the write's condition, as read)."""
+        return (
+            state.waiter_at is None
+            or state.waiter_owner == self.owner
+            or state.waiter_at > self.at
+            or (state.waiter_until is not None and state.waiter_until < self.at)
+            or state.waiter_at < self.stale_before
+        )
+
+    def held_in(self, state: RuleState) -> bool:
+        """`state` holds exactly this claim."""
+        return (state.waiter_owner, state.waiter_at, state.waiter_until) == (self.owner, self.at, self.until)
+
+
+@dataclass(frozen=True)
 class ShardFront:
     """What a read of a queue shard's front found: the earliest time an entry becomes claimable
     (None: the shard holds no entry from where it was read), and the cursor the read justifies —

@@ -27,7 +27,7 @@ from pynamodb.expressions.condition import Condition
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK
 from nexttick.store.base import StoreBase, condition_failed
 from nexttick.store.mapping import head_ms, rule_state
-from nexttick.store.records import RuleState
+from nexttick.store.records import RuleState, WaiterClaim
 from nexttick.timeutil import to_epoch
 
 
@@ -41,22 +41,32 @@ class RuleStateStore(StoreBase):
             return RuleState(armed_minute=None, version=0)
         return rule_state(item)
 
-    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
-        """Set the armed minute if the record's version is `expected_version`; returns the new
-        version, or None when someone else changed it first."""
+    def cas_rule_state(
+        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
+    ) -> int | None:
+        """Set the armed minute if the record's version is `expected_version` (and, with `waiter`,
+        take that claim in the same write, if it may); returns the new version, or None when
+        someone else changed it first (or the claim may not be taken)."""
         r = self.models.rule
         item = r(RULE_STATE_PK, RULE_STATE_SK)
-        armed = int(to_epoch(armed_minute)) if armed_minute is not None else 0
-        condition = r.version.does_not_exist() if expected_version == 0 else r.version == expected_version
+        actions, condition = self._cas(expected_version, armed_minute)
+        if waiter is not None:
+            claim_actions, claim_condition = self._waiter_claim(waiter)
+            actions, condition = actions + claim_actions, condition & claim_condition
         try:
-            item.update(
-                actions=[r.armed_at.set(armed), r.version.set(expected_version + 1)], condition=condition
-            )
+            item.update(actions=actions, condition=condition)
         except UpdateError as exc:
             if condition_failed(exc):
                 return None
             raise
         return expected_version + 1
+
+    def _cas(self, expected_version: int, armed_minute: datetime | None) -> tuple[list[Any], Condition]:
+        """The actions and condition of the armed minute's compare-and-set (None: the epoch, 0)."""
+        r = self.models.rule
+        armed = int(to_epoch(armed_minute)) if armed_minute is not None else 0
+        condition = r.version.does_not_exist() if expected_version == 0 else r.version == expected_version
+        return [r.armed_at.set(armed), r.version.set(expected_version + 1)], condition
 
     def confirm_published(self, version: int) -> RuleState | None:
         """Record that a PutRule of the value at `version` has returned, if the record is still at
@@ -85,26 +95,32 @@ class RuleStateStore(StoreBase):
         *,
         expected_version: int | None = None,
     ) -> bool:
-        """Become the one worker sleeping for a due-soon head at `at`, alive until `until`. Succeeds if
-        there is no waiter, we are it, the current one wakes later than `at`, will be gone by `at`, or
-        should have woken before `stale_before` (it died: waiters release their claim on waking).
-        With `expected_version`: only while the record is still at that version, published."""
+        """Become the one worker sleeping for a due-soon head at `at`, alive until `until` (see
+        `WaiterClaim` for when a claim takes over the record's). With `expected_version`: only while
+        the record is still at that version, published."""
         r = self.models.rule
-        condition: Condition = (
-            r.waiter_at.does_not_exist()
-            | (r.waiter_owner == owner)
-            | (r.waiter_at > to_epoch(at))
-            | (r.waiter_until < to_epoch(at))
-            | (r.waiter_at < to_epoch(stale_before))
-        )
+        actions, condition = self._waiter_claim(WaiterClaim(at, owner, until, stale_before))
         if expected_version is not None:
             condition = condition & (r.version == expected_version) & (r.published == expected_version)
-        actions = [
-            r.waiter_at.set(to_epoch(at)),
-            r.waiter_until.set(to_epoch(until)),
-            r.waiter_owner.set(owner),
-        ]
         return self._update_rule(actions, condition) is not None
+
+    def _waiter_claim(self, claim: WaiterClaim) -> tuple[list[Any], Condition]:
+        """The actions and condition of a waiter claim (`WaiterClaim.takes_over`, as the write checks it)."""
+        r = self.models.rule
+        at = to_epoch(claim.at)
+        condition: Condition = (
+            r.waiter_at.does_not_exist()
+            | (r.waiter_owner == claim.owner)
+            | (r.waiter_at > at)
+            | (r.waiter_until < at)
+            | (r.waiter_at < to_epoch(claim.stale_before))
+        )
+        actions = [
+            r.waiter_at.set(at),
+            r.waiter_until.set(to_epoch(claim.until)),
+            r.waiter_owner.set(claim.owner),
+        ]
+        return actions, condition
 
     def release_waiter(self, owner: str | None, at: datetime) -> RuleState | None:
         """Remove the waiter claim of `owner` (None: whoever holds it) for `at` (and nothing newer);
@@ -129,13 +145,9 @@ class RuleStateStore(StoreBase):
         """`lower_shard` and `cas_rule_state` in one write (an editor whose entry is the new earliest
         of its shard and of the queue): returns the record as written (None: a condition failed,
         or the version moved — read the record and decide again)."""
-        r = self.models.rule
         actions, conditions = self._shard_lowering(shard, at, key)
-        actions += [r.armed_at.set(int(to_epoch(armed_minute))), r.version.set(expected_version + 1)]
-        conditions.append(
-            r.version.does_not_exist() if expected_version == 0 else r.version == expected_version
-        )
-        return self._update_rule(actions, _all(conditions))
+        cas_actions, cas_condition = self._cas(expected_version, armed_minute)
+        return self._update_rule(actions + cas_actions, _all([*conditions, cas_condition]))
 
     def _shard_lowering(
         self, shard: int, at: datetime | None, key: str | None
@@ -164,13 +176,42 @@ class RuleStateStore(StoreBase):
         """Set the given shards' heads (and `cursors`), if each is still what `read` says (a lowering
         since makes it fail: read again). A record without heads (or cursors) gets a map of these
         shards alone."""
+        actions, conditions = self._shard_raising(read, heads, cursors or {})
+        return self._update_rule(actions, _all(conditions)) is not None
+
+    def raise_shard_heads_and_arm(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, str],
+        armed_minute: datetime | None,
+        waiter: WaiterClaim | None = None,
+    ) -> int | None:
+        """`raise_shard_heads` and `cas_rule_state` (from `read`'s version, with its `waiter`) in one
+        write (a worker's re-arm that moves both): returns the new version (None: a condition
+        failed, or the version moved — read the record and decide again)."""
+        actions, conditions = self._shard_raising(read, heads, cursors)
+        cas_actions, cas_condition = self._cas(read.version, armed_minute)
+        actions, conditions = actions + cas_actions, [*conditions, cas_condition]
+        if waiter is not None:
+            claim_actions, claim_condition = self._waiter_claim(waiter)
+            actions, conditions = actions + claim_actions, [*conditions, claim_condition]
+        if self._update_rule(actions, _all(conditions)) is None:
+            return None
+        return read.version + 1
+
+    def _shard_raising(
+        self, read: RuleState, heads: Mapping[int, datetime | None], cursors: Mapping[int, str]
+    ) -> tuple[list[Any], list[Condition]]:
+        """The actions and conditions that set the given shards' heads and cursors while each is
+        still what `read` says."""
         r = self.models.rule
         actions: list[Any] = []
         conditions: list[Condition] = []
         # Each map: the record's attribute, its values as read, the new ones, and their stored form.
         maps: list[tuple[Any, Mapping[int, Any] | None, Mapping[int, Any], Callable[[Any], Any]]] = [
             (r.heads, read.heads, heads, head_ms),
-            (r.cursors, read.cursors, cursors or {}, str),
+            (r.cursors, read.cursors, cursors, str),
         ]
         for attribute, known, new, stored in maps:
             if not new:
@@ -185,7 +226,7 @@ class RuleStateStore(StoreBase):
                 was = path == stored(known[shard]) if shard in known else path.does_not_exist()
                 conditions.append(was)
         assert actions, "no shard to raise"
-        return self._update_rule(actions, _all(conditions)) is not None
+        return actions, conditions
 
     def _update_rule(self, actions: list[Any], condition: Condition) -> RuleState | None:
         """One conditional UpdateItem of the rule record; the record as written (its `ALL_NEW`

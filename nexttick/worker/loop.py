@@ -37,7 +37,7 @@ from nexttick.actions import ActionRegistry
 from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
 from nexttick.rulearm import Outcome
 from nexttick.rulehead import DueShards, key_after, read_starts
-from nexttick.rulesync import WaitClaim
+from nexttick.rulesync import WaitClaim, WaitIntent
 from nexttick.runtime import Runtime
 from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
@@ -133,7 +133,9 @@ class Worker:
                     return self._hand_off("little time left")
                 # The re-arm starts from the pass's read of the record (nothing of ours wrote it
                 # since; the shards it wrote to are read again whatever the record says).
-                rearm = self.runtime.rule_sync.rearm(self.touched, self._read, self._resume)
+                rearm = self.runtime.rule_sync.rearm(
+                    self.touched, self._read, self._resume, self._wait_intent(found)
+                )
                 # The re-arm recorded what it read of these shards: a later re-arm reads again only
                 # those a later pass writes to (a worker waiting through a steady load no longer
                 # reads every shard it ever touched at each re-arm).
@@ -146,6 +148,17 @@ class Worker:
                 ended = self._wait_for(rearm.head, rearm.record)
                 if ended is not None:
                     return ended
+
+    def _wait_intent(self, found: PassResult) -> WaitIntent:
+        """How `_wait_for` will take a due-soon head (claimed when due within what this invocation
+        can wait; passed for without a wait when due by the wake-ahead after a pass that ran
+        something), so the re-arm takes the claim in the write that arms its backstop."""
+        return WaitIntent(
+            owner=self.owner,
+            until=self.deadline,
+            latest=self.deadline - timedelta(seconds=self.margin),
+            after=self.clock.now() + self.wake_ahead if found is PassResult.DRAINED else None,
+        )
 
     def _wait_for(self, head: datetime, record: RuleState | None) -> RunReport | None:
         """Wait for a head too close to arm: claim the wait, then sleep until just before it, or hand

@@ -8,9 +8,11 @@ from datetime import timedelta
 import pytest
 
 from nexttick.config import NextTickSettings
+from nexttick.constants import RULE_STATE_PK
 from nexttick.store.keys import cursor_at, shard_of
 from nexttick.store.mapping import queue_item
 from nexttick.store.records import Occurrence
+from tests.support.oplog import OperationLog
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv
 
 
@@ -77,3 +79,56 @@ def test_an_editor_writing_below_a_cursor_lowers_it_and_the_task_runs(env: Worke
     assert len(RECORDER.calls[task.id]) == 1
     # And the re-arm after the run raised the cursor again, past the finished entry
     assert store.read_rule_state().cursor_of(2) == cursor_at(env.now())
+
+
+def test_a_rearm_after_a_run_raises_the_heads_and_moves_the_armed_minute_in_one_write(env: WorkerEnv) -> None:
+    store = env.runtime.store
+    log = OperationLog.attach(env.runtime)
+    # Given a task in five minutes (the rule is armed for it) and one an hour out, in other shards
+    soon_id, later_id = _ids_in_shard(env, 0, 1)[0], _ids_in_shard(env, 1, 1)[0]
+    soon = env.editor.schedule_at("record", env.now() + timedelta(minutes=5), id=soon_id)
+    later = env.editor.schedule_at("record", env.now() + timedelta(hours=1), id=later_id)
+    # When the worker runs the first
+    env.travel_to(soon.due)
+    log.reset()
+    env.run(remaining_seconds=30)
+    assert len(RECORDER.calls[soon.id]) == 1
+    # Then its re-arm wrote the rule record once before its PutRule: shard 0's head raised past the
+    # finished entry and the armed minute moved to the later task, in one conditional write
+    writes = [
+        (operation, params)
+        for service, operation, params in log.calls
+        if (service, operation) == ("events", "PutRule")
+        or (operation == "UpdateItem" and params["Key"]["pk"]["S"] == RULE_STATE_PK)
+    ]
+    [putrule] = [i for i, (operation, _) in enumerate(writes) if operation == "PutRule"]
+    record_writes = [params for operation, params in writes[:putrule] if operation == "UpdateItem"]
+    assert len(record_writes) == 1
+    names = set(record_writes[0]["ExpressionAttributeNames"].values())
+    assert {"heads", "armed_at", "version"} <= names
+    state = store.read_rule_state()
+    assert state.armed_minute == env.runtime.rule_sync.timing.fire_minute(later.due) and state.published
+    assert state.head_of(0) is None and state.head_of(1) == later.due
+
+
+def test_the_folded_raise_fails_whole_when_the_version_moved_or_a_head_was_lowered(env: WorkerEnv) -> None:
+    store = env.runtime.store
+    env.runtime.rule_sync.rearm()  # every shard known, empty
+    read = store.read_rule_state()
+    hour = env.now().replace(microsecond=0) + timedelta(hours=1)
+    minute = hour.replace(second=0)
+    # When the version moved since the read: nothing is written
+    assert store.cas_rule_state(read.version, None) == read.version + 1
+    assert store.raise_shard_heads_and_arm(read, {0: hour}, {}, minute) is None
+    moved = store.read_rule_state()
+    assert moved.head_of(0) is None and moved.armed_minute is None
+    # When a head it raises was lowered since the read: nothing is written either
+    assert store.lower_shard(1, env.now(), None) is not None
+    assert store.raise_shard_heads_and_arm(moved, {1: hour}, {}, minute) is None
+    lowered = store.read_rule_state()
+    assert lowered.head_of(1) is not None and lowered.head_of(1) <= env.now()
+    assert lowered.armed_minute is None and lowered.version == moved.version
+    # When nothing moved: both are written, and the version is the CAS's
+    assert store.raise_shard_heads_and_arm(lowered, {0: hour}, {}, minute) == lowered.version + 1
+    written = store.read_rule_state()
+    assert (written.head_of(0), written.armed_minute, written.version) == (hour, minute, lowered.version + 1)

@@ -26,10 +26,10 @@ from typing import Any, cast
 from nexttick.config import Precision
 from nexttick.rulearm import UNSEEN, Outcome
 from nexttick.rulehead import DueShards, head_later, key_after
-from nexttick.rulesync import RearmResult, RuleSync, WaitClaim
+from nexttick.rulesync import RearmResult, RuleSync, WaitClaim, WaitIntent
 from nexttick.ruletiming import Timing
 from nexttick.runtime import Runtime
-from nexttick.store.records import RuleState, ShardFront
+from nexttick.store.records import RuleState, ShardFront, WaiterClaim
 from nexttick.worker.loop import Worker
 from nexttick.worker.report import PassResult, RunReport
 from tests.support.interleave import Op, Replay, Stepper
@@ -153,6 +153,25 @@ class Record:
             changed[name] = _frozen(values | dict(wanted))
         return replace(self, **changed), True  # type: ignore[arg-type]
 
+    def raise_and_arm(
+        self,
+        read: tuple[tuple[int, datetime | None], ...] | None,
+        new: tuple[tuple[int, datetime | None], ...],
+        cursors_read: tuple[tuple[int, Any], ...] | None,
+        cursors_new: tuple[tuple[int, Any], ...],
+        expected: int,
+        minute: datetime | None,
+        waiter: WaiterClaim | None = None,
+    ) -> tuple[Record, int | None]:
+        """`raise_heads` and `cas` (with its claim) in one write: nothing when a condition fails."""
+        if self.version != expected:
+            return self, None
+        raised, done = self.raise_heads(read, new, cursors_read, cursors_new)
+        if not done:
+            return self, None
+        cased, version = raised.cas(expected, minute, waiter)
+        return (cased, version) if version is not None else (self, None)
+
     def lower_and_arm(
         self, shard: int, at: datetime | None, key: Any, expected: int, minute: datetime
     ) -> tuple[Record, RuleState | None]:
@@ -165,10 +184,20 @@ class Record:
         record = replace(lowered, armed=minute, version=expected + 1)
         return record, record.state()
 
-    def cas(self, expected: int, minute: datetime | None) -> tuple[Record, int | None]:
+    def cas(
+        self, expected: int, minute: datetime | None, waiter: WaiterClaim | None = None
+    ) -> tuple[Record, int | None]:
+        """The armed minute's compare-and-set, taking `waiter`'s claim in the same write (if it may)."""
         if self.version != expected:
             return self, None
-        return replace(self, armed=minute, version=expected + 1), expected + 1
+        record = replace(self, armed=minute, version=expected + 1)
+        if waiter is not None:
+            if not waiter.takes_over(self.state()):
+                return self, None
+            record = replace(
+                record, waiter_at=waiter.at, waiter_until=waiter.until, waiter_owner=waiter.owner
+            )
+        return record, expected + 1
 
     def confirm(self, version: int) -> tuple[Record, RuleState | None]:
         if self.version != version:
@@ -184,13 +213,7 @@ class Record:
     def claim_waiter(
         self, at: datetime, owner: str, until: datetime, stale_before: datetime, expected: int | None
     ) -> tuple[Record, bool]:
-        free = (
-            self.waiter_at is None
-            or self.waiter_owner == owner
-            or self.waiter_at > at
-            or (self.waiter_until is not None and self.waiter_until < at)
-            or self.waiter_at < stale_before
-        )
+        free = WaiterClaim(at, owner, until, stale_before).takes_over(self.state())
         if expected is not None and not (self.version == expected == self.published):
             free = False
         if not free:
@@ -249,8 +272,10 @@ class ModelStore:
     def read_rule_state(self) -> RuleState:
         return self.record.state()
 
-    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
-        self.record, result = self.record.cas(expected_version, armed_minute)
+    def cas_rule_state(
+        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
+    ) -> int | None:
+        self.record, result = self.record.cas(expected_version, armed_minute, waiter)
         return result
 
     def confirm_published(self, version: int) -> RuleState | None:
@@ -294,6 +319,20 @@ class ModelStore:
         cursors: Mapping[int, str] | None = None,
     ) -> bool:
         self.record, result = self.record.raise_heads(*_frozen_heads(read, heads, cursors))
+        return result
+
+    def raise_shard_heads_and_arm(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, str],
+        armed_minute: datetime | None,
+        waiter: WaiterClaim | None = None,
+    ) -> int | None:
+        before, new, cursors_before, cursors_new = _frozen_heads(read, heads, cursors)
+        self.record, result = self.record.raise_and_arm(
+            before, new, cursors_before, cursors_new, read.version, armed_minute, waiter
+        )
         return result
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
@@ -401,6 +440,7 @@ class NaiveRuleSync(RuleSync):
         touched: Collection[int] = (),
         read: RuleState | None = None,
         past: Mapping[int, str] | None = None,
+        wait: WaitIntent | None = None,
     ) -> RearmResult:
         head = self._queue_head()
         target = self.timing.fire_minute(head) if head is not None else None
@@ -463,6 +503,18 @@ class ClockWaiterRuleSync(RuleSync):
 
     def _woke(self, waiter_at: datetime) -> bool:
         return False
+
+
+class TrustUnconfirmedClaimRuleSync(RuleSync):
+    """An editor skips the invoke for a waiter's claim on a record whose value no PutRule was
+    confirmed for (defect: the waiter takes its claim in the CAS that arms its backstop; if it dies
+    before the PutRule, the rule never fires for the tasks the claim covered)."""
+
+    def _hand_to_worker(self, due: datetime, state: RuleState) -> Outcome:
+        if self._waiter_covers(state, due):
+            return Outcome.COVERED
+        self._wake("due too soon to arm")
+        return Outcome.INVOKED
 
 
 class NoBackstopRuleSync(RuleSync):
@@ -781,8 +833,10 @@ class StoreView:
     def read_rule_state(self) -> RuleState:
         return self._call("read_rule_state")
 
-    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
-        return self._call("cas_rule_state", expected_version, armed_minute)
+    def cas_rule_state(
+        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
+    ) -> int | None:
+        return self._call("cas_rule_state", expected_version, armed_minute, waiter)
 
     def confirm_published(self, version: int) -> RuleState | None:
         return self._call("confirm_published", version)
@@ -820,6 +874,17 @@ class StoreView:
         cursors: Mapping[int, Any] | None = None,
     ) -> bool:
         return self._call("raise_shard_heads", *_frozen_heads(read, heads, cursors))
+
+    def raise_shard_heads_and_arm(
+        self,
+        read: RuleState,
+        heads: Mapping[int, datetime | None],
+        cursors: Mapping[int, Any],
+        armed_minute: datetime | None,
+        waiter: WaiterClaim | None = None,
+    ) -> int | None:
+        frozen = _frozen_heads(read, heads, cursors)
+        return self._call("raise_shard_heads_and_arm", *frozen, read.version, armed_minute, waiter)
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         return self._call("try_mark_kicked", now, not_since)
@@ -1184,6 +1249,11 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
     if name == "raise_shard_heads":
         world.record, raised = world.record.raise_heads(*args)
         return raised
+    if name == "raise_shard_heads_and_arm":
+        world.record, version = world.record.raise_and_arm(*args)
+        if version is not None:
+            world.stream(("rule",))
+        return version
     if name == "put_send":
         world.in_flight[spec.name] = args[0]  # one at a time: the call returns when it landed
         return spec.name
@@ -1728,12 +1798,14 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         if name == "lower_shard_and_arm":  # a CAS too
             return {"record": "w", **_ALL_HEADS, **lowered, **jobs}
         return {"record": "r", **_ALL_HEADS, **lowered}
-    if name == "raise_shard_heads":
+    if name in ("raise_shard_heads", "raise_shard_heads_and_arm"):
         written: dict[str, str] = {}
         for value, read, new in (("heads", args[0], args[1]), ("cursors", args[2], args[3])):
             if new:
                 shards = range(SHARDS) if read is None else [shard for shard, _ in new]
                 written |= {f"{value}:{shard}": "w" for shard in shards}
+        if name == "raise_shard_heads_and_arm":  # a CAS too
+            return {"record": "w", **written, **jobs}
         return written
     if name == "head":
         return _queue(range(SHARDS), "r")

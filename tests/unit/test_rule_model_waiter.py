@@ -1,6 +1,7 @@
 """The model checker on the one waiter (tests/support/rule_models.py): clocks that disagree within
 the stated bound, and a waiter that dies in its sleep. Editors skip the direct invoke only on an
-unreleased claim, and the rule stays armed as the claim's backstop, so neither costs a task."""
+unreleased claim on a record whose value a PutRule was confirmed for, and the rule stays armed as the
+claim's backstop, so neither costs a task."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.support.rule_models import (
     NoBackstopRuleSync,
     Plan,
     Scenario,
+    TrustUnconfirmedClaimRuleSync,
     check,
 )
 
@@ -83,4 +85,12 @@ def test_the_search_catches_a_waiter_without_a_backstop() -> None:
     result = check(replace(dead_waiter(30, 0), protocol=NoBackstopRuleSync))
     # Then its death leaves the covered task (and its own) pending with no worker to come
     assert result.violations, "a dead waiter without a backstop must lose its tasks"
+    assert result.violations[0][0].startswith(("stalled", "lost")), result.first()
+
+
+def test_the_search_catches_an_editor_trusting_a_claim_whose_backstop_was_never_published() -> None:
+    # Given editors that skip the invoke for a claim before its backstop's PutRule was confirmed
+    result = check(replace(dead_waiter(30, 0), protocol=TrustUnconfirmedClaimRuleSync))
+    # Then a waiter that dies between the CAS that took its claim and its PutRule strands them
+    assert result.violations, "a claim trusted before its backstop was published must lose tasks"
     assert result.violations[0][0].startswith(("stalled", "lost")), result.first()
