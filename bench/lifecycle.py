@@ -142,8 +142,9 @@ def lifecycle(tasks: int, per_run: int) -> dict[str, Any]:
         "rru_create": round(create[1], 2),
         "wru_run": round(run[0], 2),
         "rru_run": round(run[1], 2),
-        "wru_total": round(wru, 2),
-        "rru_total": round(rru, 2),
+        # Three places: a run's shared writes are a few per 1,000 tasks, which two places round away.
+        "wru_total": round(wru, 3),
+        "rru_total": round(rru, 3),
         "usd_per_million_dynamodb": round(wru * PRICE_WRU + rru * PRICE_RRU, 2),
         "usd_per_million_dynamodb_provisioned": round(provisioned * 1e6, 2),
         "usd_per_million_lambda_second_mode": round(lambda_cost * 1e6, 2),

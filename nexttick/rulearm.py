@@ -22,9 +22,7 @@ class RuleStateStore(Protocol):
 
     def read_rule_state(self) -> RuleState: ...
 
-    def cas_rule_state(
-        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
-    ) -> int | None: ...
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None: ...
 
     def confirm_published(self, version: int) -> RuleState | None: ...
 
@@ -54,14 +52,14 @@ class RuleStateStore(Protocol):
         cursors: Mapping[int, str] | None = None,
     ) -> bool: ...
 
-    def raise_shard_heads_and_arm(
+    def rearm_record(
         self,
         read: RuleState,
+        armed_minute: datetime | None,
         heads: Mapping[int, datetime | None],
         cursors: Mapping[int, str],
-        armed_minute: datetime | None,
         waiter: WaiterClaim | None = None,
-    ) -> int | None: ...
+    ) -> RuleState | None: ...
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool: ...
 

@@ -207,8 +207,8 @@ class RuleSync(ShardHeads, RuleArming):
             early_enough = target is not None and backstop and self._fires_by(state.armed_minute, target, now)
             keep = state.armed_minute == target or early_enough
             claim = self._claim_with_cas(state, head, wait, now) if due_soon else None
-            version = self._raise_and_arm(state, found, target, arm=not keep, claim=claim)
-            if version is None:
+            written = self._raise_and_arm(state, found, target, arm=not keep, claim=claim)
+            if written is None:
                 continue  # a condition failed: read the record and decide again
             if self._settle_heads(found, state):
                 past = None  # the second read lowered a head: decide again, reading from the cursors
@@ -218,7 +218,7 @@ class RuleSync(ShardHeads, RuleArming):
                 return RearmResult(
                     Outcome.DUE_SOON if due_soon else Outcome.UNCHANGED, head, state.armed_minute
                 )
-            confirmed = self.publish(RuleState(target, version))
+            confirmed = self.publish(written)
             if not self._landed_in_time(target):
                 continue  # decide again: the head is kept (DUE_SOON) or armed for a later minute
             if due_soon:
@@ -235,18 +235,16 @@ class RuleSync(ShardHeads, RuleArming):
         *,
         arm: bool,
         claim: WaiterClaim | None = None,
-    ) -> int | None:
+    ) -> RuleState | None:
         """The re-arm's write: the record's heads and cursors raised to what `found` read and, with
-        `arm`, the armed minute moved to `target` (and `claim` taken) — one conditional write when
-        they all move. Returns the record's version after it (None: a condition failed; read the
-        record and decide again)."""
-        if not arm:
-            if found.moves and not self.store.raise_shard_heads(state, found.raised, found.advanced):
-                return None
-            return state.version
-        if found.moves:
-            return self.store.raise_shard_heads_and_arm(state, found.raised, found.advanced, target, claim)
-        return self.store.cas_rule_state(state.version, target, claim)
+        `arm`, the armed minute moved to `target` (with `claim` taken) — one conditional write for
+        all of it. Returns the record after it (as written; `state` when only heads moved), or None
+        when a condition failed: read the record and decide again."""
+        if arm:
+            return self.store.rearm_record(state, target, found.raised, found.advanced, claim)
+        if found.moves and not self.store.raise_shard_heads(state, found.raised, found.advanced):
+            return None
+        return state
 
     def _claim_with_cas(
         self, state: RuleState, head: datetime | None, wait: WaitIntent | None, now: datetime

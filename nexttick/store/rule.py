@@ -41,18 +41,12 @@ class RuleStateStore(StoreBase):
             return RuleState(armed_minute=None, version=0)
         return rule_state(item)
 
-    def cas_rule_state(
-        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
-    ) -> int | None:
-        """Set the armed minute if the record's version is `expected_version` (and, with `waiter`,
-        take that claim in the same write, if it may); returns the new version, or None when
-        someone else changed it first (or the claim may not be taken)."""
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
+        """Set the armed minute if the record's version is `expected_version`; returns the new
+        version, or None when someone else changed it first."""
         r = self.models.rule
         item = r(RULE_STATE_PK, RULE_STATE_SK)
         actions, condition = self._cas(expected_version, armed_minute)
-        if waiter is not None:
-            claim_actions, claim_condition = self._waiter_claim(waiter)
-            actions, condition = actions + claim_actions, condition & claim_condition
         try:
             item.update(actions=actions, condition=condition)
         except UpdateError as exc:
@@ -177,28 +171,28 @@ class RuleStateStore(StoreBase):
         since makes it fail: read again). A record without heads (or cursors) gets a map of these
         shards alone."""
         actions, conditions = self._shard_raising(read, heads, cursors or {})
+        assert actions, "no shard to raise"
         return self._update_rule(actions, _all(conditions)) is not None
 
-    def raise_shard_heads_and_arm(
+    def rearm_record(
         self,
         read: RuleState,
+        armed_minute: datetime | None,
         heads: Mapping[int, datetime | None],
         cursors: Mapping[int, str],
-        armed_minute: datetime | None,
         waiter: WaiterClaim | None = None,
-    ) -> int | None:
-        """`raise_shard_heads` and `cas_rule_state` (from `read`'s version, with its `waiter`) in one
-        write (a worker's re-arm that moves both): returns the new version (None: a condition
-        failed, or the version moved — read the record and decide again)."""
+    ) -> RuleState | None:
+        """A worker's re-arm in one write: the CAS of the armed minute (from `read`'s version), the
+        given shards' heads and cursors raised (each while still what `read` says), and `waiter`'s
+        claim taken (if it may). Returns the record as written (None: a condition failed — read the
+        record and decide again)."""
         actions, conditions = self._shard_raising(read, heads, cursors)
         cas_actions, cas_condition = self._cas(read.version, armed_minute)
         actions, conditions = actions + cas_actions, [*conditions, cas_condition]
         if waiter is not None:
             claim_actions, claim_condition = self._waiter_claim(waiter)
             actions, conditions = actions + claim_actions, [*conditions, claim_condition]
-        if self._update_rule(actions, _all(conditions)) is None:
-            return None
-        return read.version + 1
+        return self._update_rule(actions, _all(conditions))
 
     def _shard_raising(
         self, read: RuleState, heads: Mapping[int, datetime | None], cursors: Mapping[int, str]
@@ -225,7 +219,6 @@ class RuleStateStore(StoreBase):
                 actions.append(path.set(stored(value)))
                 was = path == stored(known[shard]) if shard in known else path.does_not_exist()
                 conditions.append(was)
-        assert actions, "no shard to raise"
         return actions, conditions
 
     def _update_rule(self, actions: list[Any], condition: Condition) -> RuleState | None:

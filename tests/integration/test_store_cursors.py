@@ -111,7 +111,7 @@ def test_a_rearm_after_a_run_raises_the_heads_and_moves_the_armed_minute_in_one_
     assert state.head_of(0) is None and state.head_of(1) == later.due
 
 
-def test_the_folded_raise_fails_whole_when_the_version_moved_or_a_head_was_lowered(env: WorkerEnv) -> None:
+def test_the_rearm_write_fails_whole_when_the_version_moved_or_a_head_was_lowered(env: WorkerEnv) -> None:
     store = env.runtime.store
     env.runtime.rule_sync.rearm()  # every shard known, empty
     read = store.read_rule_state()
@@ -119,16 +119,17 @@ def test_the_folded_raise_fails_whole_when_the_version_moved_or_a_head_was_lower
     minute = hour.replace(second=0)
     # When the version moved since the read: nothing is written
     assert store.cas_rule_state(read.version, None) == read.version + 1
-    assert store.raise_shard_heads_and_arm(read, {0: hour}, {}, minute) is None
+    assert store.rearm_record(read, minute, {0: hour}, {}) is None
     moved = store.read_rule_state()
     assert moved.head_of(0) is None and moved.armed_minute is None
     # When a head it raises was lowered since the read: nothing is written either
     assert store.lower_shard(1, env.now(), None) is not None
-    assert store.raise_shard_heads_and_arm(moved, {1: hour}, {}, minute) is None
+    assert store.rearm_record(moved, minute, {1: hour}, {}) is None
     lowered = store.read_rule_state()
     assert lowered.head_of(1) is not None and lowered.head_of(1) <= env.now()
     assert lowered.armed_minute is None and lowered.version == moved.version
-    # When nothing moved: both are written, and the version is the CAS's
-    assert store.raise_shard_heads_and_arm(lowered, {0: hour}, {}, minute) == lowered.version + 1
-    written = store.read_rule_state()
+    # When nothing moved: both are written, the version is the CAS's, and the answer is the record
+    written = store.rearm_record(lowered, minute, {0: hour}, {})
+    assert written is not None and written == store.read_rule_state()
     assert (written.head_of(0), written.armed_minute, written.version) == (hour, minute, lowered.version + 1)
+    assert not written.published  # a PutRule is owed

@@ -153,24 +153,27 @@ class Record:
             changed[name] = _frozen(values | dict(wanted))
         return replace(self, **changed), True  # type: ignore[arg-type]
 
-    def raise_and_arm(
+    def rearm(
         self,
+        expected: int,
+        minute: datetime | None,
         read: tuple[tuple[int, datetime | None], ...] | None,
         new: tuple[tuple[int, datetime | None], ...],
         cursors_read: tuple[tuple[int, Any], ...] | None,
         cursors_new: tuple[tuple[int, Any], ...],
-        expected: int,
-        minute: datetime | None,
-        waiter: WaiterClaim | None = None,
-    ) -> tuple[Record, int | None]:
-        """`raise_heads` and `cas` (with its claim) in one write: nothing when a condition fails."""
+        waiter: WaiterClaim | None,
+    ) -> tuple[Record, RuleState | None]:
+        """A re-arm's one write: `cas` (with its claim) and `raise_heads`; nothing when a condition
+        fails."""
         if self.version != expected:
             return self, None
         raised, done = self.raise_heads(read, new, cursors_read, cursors_new)
         if not done:
             return self, None
-        cased, version = raised.cas(expected, minute, waiter)
-        return (cased, version) if version is not None else (self, None)
+        record, version = raised.cas(expected, minute, waiter)
+        if version is None:
+            return self, None
+        return record, record.state()
 
     def lower_and_arm(
         self, shard: int, at: datetime | None, key: Any, expected: int, minute: datetime
@@ -272,10 +275,8 @@ class ModelStore:
     def read_rule_state(self) -> RuleState:
         return self.record.state()
 
-    def cas_rule_state(
-        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
-    ) -> int | None:
-        self.record, result = self.record.cas(expected_version, armed_minute, waiter)
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
+        self.record, result = self.record.cas(expected_version, armed_minute)
         return result
 
     def confirm_published(self, version: int) -> RuleState | None:
@@ -321,17 +322,17 @@ class ModelStore:
         self.record, result = self.record.raise_heads(*_frozen_heads(read, heads, cursors))
         return result
 
-    def raise_shard_heads_and_arm(
+    def rearm_record(
         self,
         read: RuleState,
+        armed_minute: datetime | None,
         heads: Mapping[int, datetime | None],
         cursors: Mapping[int, str],
-        armed_minute: datetime | None,
         waiter: WaiterClaim | None = None,
-    ) -> int | None:
+    ) -> RuleState | None:
         before, new, cursors_before, cursors_new = _frozen_heads(read, heads, cursors)
-        self.record, result = self.record.raise_and_arm(
-            before, new, cursors_before, cursors_new, read.version, armed_minute, waiter
+        self.record, result = self.record.rearm(
+            read.version, armed_minute, before, new, cursors_before, cursors_new, waiter
         )
         return result
 
@@ -833,10 +834,8 @@ class StoreView:
     def read_rule_state(self) -> RuleState:
         return self._call("read_rule_state")
 
-    def cas_rule_state(
-        self, expected_version: int, armed_minute: datetime | None, waiter: WaiterClaim | None = None
-    ) -> int | None:
-        return self._call("cas_rule_state", expected_version, armed_minute, waiter)
+    def cas_rule_state(self, expected_version: int, armed_minute: datetime | None) -> int | None:
+        return self._call("cas_rule_state", expected_version, armed_minute)
 
     def confirm_published(self, version: int) -> RuleState | None:
         return self._call("confirm_published", version)
@@ -875,16 +874,16 @@ class StoreView:
     ) -> bool:
         return self._call("raise_shard_heads", *_frozen_heads(read, heads, cursors))
 
-    def raise_shard_heads_and_arm(
+    def rearm_record(
         self,
         read: RuleState,
+        armed_minute: datetime | None,
         heads: Mapping[int, datetime | None],
         cursors: Mapping[int, Any],
-        armed_minute: datetime | None,
         waiter: WaiterClaim | None = None,
-    ) -> int | None:
+    ) -> RuleState | None:
         frozen = _frozen_heads(read, heads, cursors)
-        return self._call("raise_shard_heads_and_arm", *frozen, read.version, armed_minute, waiter)
+        return self._call("rearm_record", read.version, armed_minute, *frozen, waiter)
 
     def try_mark_kicked(self, now: datetime, not_since: datetime) -> bool:
         return self._call("try_mark_kicked", now, not_since)
@@ -1249,11 +1248,11 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
     if name == "raise_shard_heads":
         world.record, raised = world.record.raise_heads(*args)
         return raised
-    if name == "raise_shard_heads_and_arm":
-        world.record, version = world.record.raise_and_arm(*args)
-        if version is not None:
+    if name == "rearm_record":
+        world.record, written = world.record.rearm(*args)
+        if written is not None:
             world.stream(("rule",))
-        return version
+        return written
     if name == "put_send":
         world.in_flight[spec.name] = args[0]  # one at a time: the call returns when it landed
         return spec.name
@@ -1798,14 +1797,15 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         if name == "lower_shard_and_arm":  # a CAS too
             return {"record": "w", **_ALL_HEADS, **lowered, **jobs}
         return {"record": "r", **_ALL_HEADS, **lowered}
-    if name in ("raise_shard_heads", "raise_shard_heads_and_arm"):
+    if name in ("raise_shard_heads", "rearm_record"):
+        raising = args if name == "raise_shard_heads" else args[2:6]
         written: dict[str, str] = {}
-        for value, read, new in (("heads", args[0], args[1]), ("cursors", args[2], args[3])):
+        for value, read, new in (("heads", raising[0], raising[1]), ("cursors", raising[2], raising[3])):
             if new:
                 shards = range(SHARDS) if read is None else [shard for shard, _ in new]
                 written |= {f"{value}:{shard}": "w" for shard in shards}
-        if name == "raise_shard_heads_and_arm":  # a CAS too
-            return {"record": "w", **written, **jobs}
+        if name == "rearm_record":  # a CAS too, which returns the whole record as written
+            return {"record": "w", **_ALL_HEADS, **written, **jobs}
         return written
     if name == "head":
         return _queue(range(SHARDS), "r")
