@@ -114,10 +114,11 @@ WHY: dict[str, str] = {
         "the local API runs one request at a time, as one Lambda execution environment does "
         "(local/stack.py, `one_at_a_time`), so 20 closed-loop clients wait behind one another — a "
         "p50 of 1.7 s is about 20 requests of ~90 ms each, their service time while the stack, the "
-        "emulator and the clients share two cores — and the worker's deliveries wait for the same "
-        "CPU (lateness p50 5 ms, p99 3 s). The figure moves between runs (API p99 5.6, 7.4 and 8.1 s "
-        "in three). Closing it: several API execution environments, as Lambda scales out, and less "
-        "CPU per request in the stack and the emulator."
+        "emulator and the clients share two cores, and the worker's deliveries wait for the same CPU "
+        "(lateness p99 0.02 s in the latest run, 3.9 s in the one before). The API figure moves "
+        "between runs too (p99 3.2, 5.6, 7.4 and 8.1 s in four). "
+        "Closing it: several API execution environments, as Lambda scales out, and less CPU per "
+        "request in the stack and the emulator."
     ),
     "bench time": (
         "22 minutes of sections on this machine (27 before the backlog's items were built in the "
