@@ -88,7 +88,7 @@ soak: $(STAMP) ## soak test for SOAK_SECONDS (default 600) under crashes and fau
 
 # The model checker with its long scenarios (tests/support/rule_models.py, NEXTTICK_MODEL_SOAK=1).
 .PHONY: model-soak
-model-soak: $(STAMP) ## the model checker with the scenarios too large for make test (about half an hour on two cores)
+model-soak: $(STAMP) ## the model checker with the scenarios too large for make test (about 5 minutes on two cores)
 	NEXTTICK_MODEL_SOAK=1 $(VENV)/bin/pytest -n 2 tests/unit/test_rule_model_*.py tests/unit/test_rule_sync_exhaustive.py
 
 clean:
