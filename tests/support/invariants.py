@@ -194,12 +194,21 @@ def check_invariants(
                 )
         if final:
             if task.schedule_kind == "once":
-                _check_once(report, task, intent, delivered)
+                _check_once(report, task, intent, delivered, faults)
             else:
                 _check_recurring(report, task, intent, delivered, now)
     _check_rule(report, snap, timing, invocation_pending, will_fire)
     report.figures["lost"] = len(report.lost)
     return report
+
+
+def _unfinished(task: TaskRecord) -> bool:
+    """The task failed because every attempt was claimed and none finished (each ended by a crash
+    or a fault before its delivery): the claim that found the attempts exhausted recorded it. An
+    always-failing task with few attempts can end so under crashes without its action ever running;
+    one whose action succeeds is still held to I1, however many attempts it has."""
+    error = task.last_run.error if task.last_run is not None else None
+    return error is not None and "did not finish" in error
 
 
 def _scheduled(envelope: Mapping[str, Any]) -> datetime:
@@ -232,7 +241,11 @@ def _check_keys(
 
 
 def _check_once(
-    report: InvariantReport, task: TaskRecord, intent: Intent, delivered: list[Mapping[str, Any]]
+    report: InvariantReport,
+    task: TaskRecord,
+    intent: Intent,
+    delivered: list[Mapping[str, Any]],
+    faults: bool,
 ) -> None:
     status = task.status
     if status == TaskStatus.SUCCEEDED:
@@ -248,7 +261,7 @@ def _check_once(
         if intent.action != "fail":
             error = task.last_run.error if task.last_run else None
             report.add("I1", task.id, f"failed although its action succeeds: {error}")
-        elif not delivered:
+        elif not delivered and not (faults and _unfinished(task)):
             report.add("I4", task.id, "failed without ever being delivered")
     elif status == TaskStatus.PAUSED and not intent.pause_sent:
         report.add("I1", task.id, "paused, but no client paused it")
