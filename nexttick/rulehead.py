@@ -25,10 +25,9 @@ class DueShards:
 
 @dataclass(frozen=True)
 class HeadRead:
-    """A re-arm's first read of the shards: what each front is, how the record's heads and cursors
-    move up to it, and every shard's head (as read, else as recorded)."""
+    """A re-arm's first read of the shards: how the record's heads and cursors move up to what it
+    found, and every shard's head (as read, else as recorded)."""
 
-    fronts: dict[int, ShardFront]
     raised: dict[int, datetime | None]
     advanced: dict[int, str]
     hinted: set[int]  # read from past their cursors (the caller's hint): always read again
@@ -85,7 +84,6 @@ class ShardHeads:
             s: state.head_of(s) for s in range(self.store.shards) if s not in fronts and state.knows_head(s)
         }
         return HeadRead(
-            fronts=fronts,
             raised=raised,
             advanced=advanced,
             hinted={s for s in stale if starts.get(s) != state.cursor_of(s)},

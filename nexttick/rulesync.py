@@ -206,7 +206,7 @@ class RuleSync(ShardHeads, RuleArming):
             target, backstop = self._target(state, head, due_soon, now)
             early_enough = target is not None and backstop and self._fires_by(state.armed_minute, target, now)
             keep = state.armed_minute == target or early_enough
-            claim = self._claim_with_cas(state, head, wait, now) if due_soon else None
+            claim = self._claim_with_cas(state, head, wait, now) if due_soon and not keep else None
             written = self._raise_and_arm(state, found, target, arm=not keep, claim=claim)
             if written is None:
                 continue  # a condition failed: read the record and decide again
@@ -254,8 +254,13 @@ class RuleSync(ShardHeads, RuleArming):
         (then `claim_wait` answers COVERED, and the write need not fail on it)."""
         if wait is None or head is None or not wait.waits_for(head):
             return None
-        claim = WaiterClaim(head, wait.owner, wait.until, now - self.timing.clock_skew)
+        claim = self._wait_claim(head, wait.owner, wait.until, now)
         return claim if claim.takes_over(state) else None
+
+    def _wait_claim(self, head: datetime, owner: str, until: datetime, now: datetime) -> WaiterClaim:
+        """`owner`'s claim on the wait for `head`, as of `now`: a current claim that should have
+        woken more than the skew bound ago belongs to a waiter that died."""
+        return WaiterClaim(head, owner, until, now - self.timing.clock_skew)
 
     def _landed_in_time(self, target: datetime | None) -> bool:
         """Our PutRule for `target` returned while the minute was still armable. A slower one may
@@ -333,20 +338,22 @@ class RuleSync(ShardHeads, RuleArming):
         while True:
             state, read = read or self.store.read_rule_state(), None
             now = self.clock.now()
-            stale_before = now - self.timing.clock_skew
+            claim = self._wait_claim(head, owner, until, now)
             if (
                 state.waiter_owner not in (None, owner)
                 and self._waiter_covers(state, head)
                 and state.waiter_at is not None
-                and state.waiter_at >= stale_before
+                and state.waiter_at >= claim.stale_before
             ):
                 return WaitClaim.COVERED
             backstop = self.timing.backstop_minute(head, now)
             if not (state.published and self._fires_by(state.armed_minute, backstop, now)):
                 return WaitClaim.MOVED
-            if WaiterClaim(head, owner, until, stale_before).held_in(state):
+            if claim.held_in(state):
                 return WaitClaim.CLAIMED  # taken with the re-arm's CAS (`rearm`'s `wait`)
-            if self.store.claim_waiter(head, owner, until, stale_before, expected_version=state.version):
+            if self.store.claim_waiter(
+                head, owner, until, claim.stale_before, expected_version=state.version
+            ):
                 return WaitClaim.CLAIMED
 
     def sync(self) -> RearmResult:

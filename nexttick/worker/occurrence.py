@@ -46,6 +46,8 @@ from nexttick.worker.sharing import ShardSharing
 MIN_DEFER = timedelta(seconds=2)
 MAX_DEFER = timedelta(seconds=60)
 _LOG_KEYS = ("task_id", "scheduled_for", "attempt")
+# How the claim that finds a task's attempts exhausted words the failure it records.
+UNFINISHED_ATTEMPT = "did not finish"
 
 
 class RunResult(StrEnum):
@@ -200,7 +202,7 @@ class OccurrenceRunner:
                 started,
                 started,
                 RunOutcome.FAILED,
-                f"attempt {last} did not finish: {why}",
+                f"attempt {last} {UNFINISHED_ATTEMPT}: {why}",
             )
         elif misfired(task, claimed.scheduled_for, started):
             attempt = Attempt(

@@ -34,6 +34,7 @@ from nexttick.ruletiming import Timing
 from nexttick.store import TaskStore
 from nexttick.store.records import QueueEntry, TaskRecord, TaskStatus
 from nexttick.timeutil import floor_minute, parse_instant
+from nexttick.worker.occurrence import UNFINISHED_ATTEMPT
 
 _SAME_INSTANT = timedelta(milliseconds=1)
 # A run's completion reads its clock after the action started (fired_at); occurrences up to this
@@ -208,7 +209,7 @@ def _unfinished(task: TaskRecord) -> bool:
     always-failing task with few attempts can end so under crashes without its action ever running;
     one whose action succeeds is still held to I1, however many attempts it has."""
     error = task.last_run.error if task.last_run is not None else None
-    return error is not None and "did not finish" in error
+    return error is not None and UNFINISHED_ATTEMPT in error
 
 
 def _scheduled(envelope: Mapping[str, Any]) -> datetime:
