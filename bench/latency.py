@@ -26,9 +26,12 @@ modelled: the real client does them, in the bench's process, as it would on AWS.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import Any
 
 READ_MS = 4.0
 WRITE_MS = 6.0
@@ -62,3 +65,32 @@ def delay(operation: str, model: Mapping[str, float] = LATENCY_MS) -> None:
     ms = model.get(operation, 0.0)
     if ms > 0:
         time.sleep(ms / 1000)
+
+
+class RoundTrips:
+    """Simulated time that passes for each request's modelled round trip (bench/timeline.py): a
+    request that starts at t returns no earlier than t + its figure, so requests one after another
+    add up and requests in flight together (a pool's) overlap. `counts()` says whether the calling
+    thread's request is a function's (a poller's reads take no function's time)."""
+
+    def __init__(
+        self,
+        clients: Iterable[Any],
+        now: Callable[[], datetime],
+        move_to: Callable[[datetime], None],
+        counts: Callable[[], bool],
+    ) -> None:
+        self._now, self._move_to, self._counts = now, move_to, counts
+        self._started = threading.local()
+        for client in clients:
+            client.meta.events.register("provide-client-params", self._start)
+            client.meta.events.register("after-call", self._end)
+
+    def _start(self, **_: Any) -> None:
+        self._started.at = self._now()
+
+    def _end(self, *, model: Any, **_: Any) -> None:
+        ms = LATENCY_MS.get(model.name, 0.0)
+        started: datetime | None = getattr(self._started, "at", None)
+        if ms > 0 and started is not None and self._counts():
+            self._move_to(started + timedelta(milliseconds=ms))

@@ -69,9 +69,9 @@ def idle_seconds(run: Run, memory_mb: int, tasks_scale: float = 1.0) -> float:
 
 
 def request_seconds(run: Run, memory_mb: int) -> float:
-    """A keeper or API invocation's billed duration: its requests one after another (their round
-    trips by the latency model) and its own CPU at its share of a vCPU."""
-    return lambda_seconds(run.round_trip_s + cpu_seconds(run.cpu_s, memory_mb))
+    """A keeper or API invocation's billed duration: its span (its requests' round trips by the
+    latency model, one after another) and its own CPU at its share of a vCPU."""
+    return lambda_seconds(run.span_s + cpu_seconds(run.cpu_s, memory_mb))
 
 
 def sparse(tasks: int, precision: Precision) -> dict[str, Any]:

@@ -8,9 +8,10 @@ how many stream records one keeper batch carries, which invocations the rule and
 Simulated time gives those without waiting for them.
 
 How:
-* time stands still while code runs; a `sleep` moves it to its end, after what happens in the world
-  meanwhile has happened, in time order (`World.advance_to`): the creates due by then, the stream's
-  polls, the rule's firing;
+* time stands still while code runs, except that each request a function makes takes its round
+  trip by the latency model (bench/latency.py, `RoundTrips`: requests in flight together overlap);
+  a `sleep` moves it to its end, after what happens in the world meanwhile has happened, in time
+  order (`World.advance_to`): the creates due by then, the stream's polls, the rule's firing;
 * a create is the API handler on a POST /tasks event as API Gateway delivers it;
 * Lambda polls the stream's shard POLLS_PER_SECOND times a second: a poll after a table write reads
   what was written since the last one (moto's DynamoDB Streams API), keeps what the deployed
@@ -47,10 +48,21 @@ from typing import Any, cast
 
 import time_machine
 
-from bench.accounts import API, KEEPER, POLLER, WORKER, Account, Accounts, Printed, acting_for, capturing
+from bench.accounts import (
+    API,
+    KEEPER,
+    POLLER,
+    WORKER,
+    Account,
+    Accounts,
+    Printed,
+    acting,
+    acting_for,
+    capturing,
+)
 from bench.handover import HANDOVER, HandoverQueue
 from bench.harness import emulated_aws
-from bench.latency import LATENCY_MS
+from bench.latency import RoundTrips
 from bench.stream import StreamFeed
 from editor import Editor
 from editor.changes import new_record
@@ -110,14 +122,13 @@ class Plan:
 
 @dataclass
 class Run:
-    """One invocation: when it started and ended (within the measured part), its own CPU, its
-    requests' round trips (latency model), how much later it started than it would have on AWS."""
+    """One invocation: when it started and ended (within the measured part; its requests' round
+    trips pass in simulated time), its own CPU, how much later it started than it would have on AWS."""
 
     cause: str
     start: datetime
     end: datetime
     cpu_s: float
-    round_trip_s: float = 0.0
     deferred_s: float = 0.0
 
     @property
@@ -196,6 +207,10 @@ class World:
         trigger.client.meta.events.register("provide-client-params.lambda.Invoke", self._invoked)
         self.driver = threading.current_thread()
         self._world = threading.RLock()  # one world event at a time
+        table_client = runtime.store.models.task._get_connection().connection.client
+        RoundTrips(
+            (table_client, *clients), lambda: datetime.now(UTC), self._passed, lambda: acting() != POLLER
+        )
         self._schedule = threading.Lock()  # polls, the rule, invocations to start
         self._inside = False
         self._creates = sorted(plan.creates)
@@ -268,6 +283,12 @@ class World:
                         self._inside = False
                         self.world_cpu_s += time.thread_time() - began
             self._move(target)
+
+    def _passed(self, at: datetime) -> None:
+        """A request's round trip ends at `at`: the clock moves there, the world's events in between
+        happen at the next sleep (a round trip is milliseconds; a stream poll a quarter second)."""
+        with self._world:
+            self._move(at)
 
     def _move(self, at: datetime) -> None:
         if at > datetime.now(UTC):
@@ -349,8 +370,7 @@ class World:
         own (its log keys are not the caller's)."""
         with acting_for(function):
             before = self.accounts.by_function[function]
-            requests, not_its, began, at = (
-                Counter(before.requests),
+            not_its, began, at = (
                 before.not_its_cpu_s,
                 time.thread_time(),
                 datetime.now(UTC),
@@ -358,9 +378,7 @@ class World:
             contextvars.Context().run(call)
             after = self.accounts.by_function[function]
             cpu = time.thread_time() - began - (after.not_its_cpu_s - not_its)
-        made = after.requests - requests
-        round_trip = sum(LATENCY_MS.get(op, 0.0) * n for op, n in made.items()) / 1000
-        return Run(cause, at, datetime.now(UTC), cpu, round_trip)
+        return Run(cause, at, datetime.now(UTC), cpu)
 
     # ------------------------------------------------------------------ invocations
     def run(self) -> None:

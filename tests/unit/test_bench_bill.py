@@ -191,7 +191,7 @@ def _measured(worker: list[Run], tasks: int, sends: int = 0) -> Measured:
         },
         worker=worker,
         keeper=[],
-        api=[Run("create", START, START, 0.002, 0.010) for _ in range(tasks)],
+        api=[Run("create", START, START + timedelta(seconds=0.010), 0.002) for _ in range(tasks)],
         printed_bytes={API: 500 * tasks},
         metric_marks={"nexttick/runs {service=nexttick}": 1},
         finished=tasks,
