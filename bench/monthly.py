@@ -50,6 +50,10 @@ DAILY_BURST = 100_000
 # Far enough ahead for `second` precision to arm the rule for a task (a minute starting 70 s before it).
 STEADY_AHEAD = timedelta(minutes=3)
 WARM_UP = timedelta(minutes=5)  # before a steady window: the rule fires, a worker starts waiting
+# A steady load's tasks fall at this many phases of a second (of a step, if shorter), in turn: the
+# rule fires on the minute and a hand-over's delay is whole seconds, so one phase for all would
+# measure one rounding of that delay (up to a second more or less of waiting) for every task.
+PHASES = 10
 FUNCTIONS = (API, KEEPER, WORKER)
 ALARM, DASHBOARD = "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard"
 
@@ -75,15 +79,17 @@ class Load:
 
 def _steady(per_second: float, seconds: dict[bool, int]) -> Callable[[Precision, bool], Window]:
     """A stretch of steady state `seconds` long (quick: `seconds[True]`), tasks due every
-    1/`per_second` s, half a step into each. The tasks due before STEADY_AHEAD into it were created
-    before it (queued); it creates those due STEADY_AHEAD after its own."""
+    1/`per_second` s, half a step into each, each at the next of PHASES phases of a second. The
+    tasks due before STEADY_AHEAD into it were created before it (queued); it creates those due
+    STEADY_AHEAD after its own."""
 
     def window(precision: Precision, quick: bool) -> Window:
         length = seconds[quick]
         step = timedelta(seconds=1 / per_second)
+        phase = min(step, timedelta(seconds=1)) / PHASES
         begins = START + WARM_UP
         count = round(length * per_second)
-        dues = [begins + step / 2 + i * step for i in range(count)]
+        dues = [begins + step / 2 + i * step + (i % PHASES) * phase for i in range(count)]
         plan = Plan(
             precision,
             START,

@@ -12,7 +12,7 @@ from bench.fanout import MB_PER_VCPU
 from bench.handover import LONG_POLL_SECONDS, MAPPING_POLLERS, POLL_DELAY
 from bench.lifecycle import EVENTBRIDGE_SCHEDULER_FREE_PER_MONTH, SQS_FREE_PER_MONTH
 from bench.markdown import table
-from bench.monthly import STEADY_AHEAD
+from bench.monthly import PHASES, STEADY_AHEAD
 from bench.results import Results
 from bench.timeline import ITEM_OVERHEAD_BYTES, POLLS_PER_SECOND
 
@@ -95,12 +95,14 @@ def monthly_section(results: Results, head: str) -> str:
         + f"One-shot tasks for a {detail['month_days']}-day month, per load and precision, at us-east-1 list "
         "prices; EventBridge Scheduler's bill for one invocation per task beside it, within its free "
         f"tier of {EVENTBRIDGE_SCHEDULER_FREE_PER_MONTH:,} a month. Each load ran as a window of itself in "
-        "simulated time (bench/timeline.py): the real API, keeper and worker handlers against moto, the "
+        "simulated time (bench/timeline.py): the real API, keeper and worker handlers against moto, each "
+        "request taking its modelled round trip, the "
         f"keeper fed from the table's stream as Lambda polls it ({POLLS_PER_SECOND} times a second), every "
         "worker invocation the rule (firing at the start of its minute), an invoke or a wait hand-over's "
         "message starts. 1/day: tasks "
         "each alone in the queue; 1/minute, 1/second, 100/second: a stretch of steady state, each task "
-        f"created through the API {STEADY_AHEAD.total_seconds() / 60:g} minutes before it is due; the "
+        f"created through the API {STEADY_AHEAD.total_seconds() / 60:g} minutes before it is due, the "
+        f"tasks at {PHASES} phases of a second in turn (a hand-over's delay is whole seconds); the "
         "burst: scaled down, created at the API stage's "
         "throttle rate, then scaled up. Per-task figures are scaled by tasks, per-wake ones (a worker "
         "invocation's waits, the hours a metric is published in) by wakes.\n\n"
