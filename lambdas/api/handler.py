@@ -9,11 +9,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from aws_lambda_powertools.logging import correlation_paths
+from lambdas.coldstart import collector_paused
 
-from editor import Editor
-from lambdas.api.app import build_app
-from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
+with collector_paused():
+    from aws_lambda_powertools.logging import correlation_paths
+
+    from editor import Editor
+    from lambdas.api.app import build_app
+    from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
 
 # Polled by load balancers, scripts and the local stack's tooling: its request line is DEBUG only.
 HEALTH_PATH = "/health"

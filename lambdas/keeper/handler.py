@@ -7,9 +7,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from nexttick.keeper import Keeper
-from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
-from nexttick.runtime import Runtime
+from lambdas.coldstart import collector_paused
+
+with collector_paused():
+    from nexttick.keeper import Keeper
+    from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
+    from nexttick.runtime import Runtime
 
 _lock = threading.Lock()
 _keeper: Keeper | None = None

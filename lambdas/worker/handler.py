@@ -6,10 +6,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from nexttick.actions import ActionRegistry, build_registry
-from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
-from nexttick.runtime import Runtime
-from nexttick.worker import Worker, WorkerEvent, classify_event, handover_wake_at, helper_shards
+from lambdas.coldstart import collector_paused
+
+with collector_paused():
+    from nexttick.actions import ActionRegistry, build_registry
+    from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
+    from nexttick.runtime import Runtime
+    from nexttick.worker import Worker, WorkerEvent, classify_event, handover_wake_at, helper_shards
 
 _lock = threading.Lock()
 _deps: tuple[Runtime, ActionRegistry] | None = None
