@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from pynamodb.attributes import Attribute, AttributeContainer, MapAttribute
 from pynamodb.constants import NULL
-from pynamodb.exceptions import AttributeNullError
+from pynamodb.exceptions import AttributeDeserializationError, AttributeNullError
 
 from nexttick.store import keys
 from nexttick.store.mapping import STORED_AS, field_converter, field_hints
@@ -32,12 +32,13 @@ Wire = dict[str, dict[str, Any]]
 
 @dataclasses.dataclass(frozen=True)
 class _Slot:
-    """One record field and the model attribute that stores it."""
+    """One record field and the model attribute that stores it. `encode` / `decode` are None where
+    the value goes through unchanged (a string field in a string attribute: no call per value)."""
 
     field: str
     attribute: Attribute[Any]
-    encode: Callable[[Any], Any]  # the field's value -> the attribute's wire value
-    decode: Callable[[Any], Any]  # the attribute's wire value -> the field's value
+    encode: Callable[[Any], Any] | None  # the field's value -> the attribute's wire value
+    decode: Callable[[Any], Any] | None  # the attribute's wire value -> the field's value
     missing: Any  # the field's value when the item lacks the attribute
 
 
@@ -58,45 +59,66 @@ class Codec(Generic[R]):
         # The model's own order, as it serialises (by identity: `==` on an attribute is a condition).
         order = {id(attribute): i for i, attribute in enumerate(attributes.values())}
         self.slots = sorted(slots, key=lambda slot: order[id(slot.attribute)])
+        self._writes = [
+            (s.field, s.attribute.attr_name, s.attribute.attr_type, s.attribute.null, s.encode)
+            for s in self.slots
+        ]
+        self._reads = [
+            (s.field, s.attribute.attr_name, s.attribute.attr_type, s.decode, s.missing) for s in self.slots
+        ]
 
     @staticmethod
     def _slot(field: dataclasses.Field[Any], attribute: Attribute[Any], hint: Any) -> _Slot:
         nested = _nested(attribute)
+        convert = field_converter(hint, field)
+        missing = convert(attribute.default)
+        if nested is not None:
+            return _Slot(
+                field.name, attribute, nested.encode, lambda value: convert(nested.decode(value)), missing
+            )
+        if _plain(attribute) and hint in (str, str | None):  # a string stored as it is
+            return _Slot(field.name, attribute, None, None, missing)
 
         def encode(value: Any) -> Any:
-            if nested is not None:
-                return nested.encode(value)
             return attribute.serialize(value.value if isinstance(value, Enum) else value)
 
-        convert = field_converter(hint, field)
-
         def decode(value: Any) -> Any:
-            return convert(nested.decode(value) if nested is not None else attribute.deserialize(value))
+            return convert(attribute.deserialize(value))
 
-        return _Slot(field.name, attribute, encode, decode, convert(attribute.default))
+        return _Slot(field.name, attribute, encode, decode, missing)
 
     def encode(self, record: R) -> Wire:
         """The record's attributes as the model serialises them (a None value is left out)."""
         item: Wire = {}
-        for slot in self.slots:
-            value = getattr(record, slot.field)
+        for field, name, kind, null, encode in self._writes:
+            value = getattr(record, field)
             if value is None:
-                if not slot.attribute.null:
-                    raise AttributeNullError(slot.attribute.attr_name)
+                if not null:
+                    raise AttributeNullError(name)
                 continue
-            item[slot.attribute.attr_name] = {slot.attribute.attr_type: slot.encode(value)}
+            item[name] = {kind: value if encode is None else encode(value)}
         return item
 
     def decode(self, item: Wire) -> R:
         """The record an item's attributes hold (the model's default for a missing one)."""
         values = {}
-        for slot in self.slots:
-            stored = item.get(slot.attribute.attr_name)
+        for field, name, kind, decode, missing in self._reads:
+            stored = item.get(name)
             if stored and NULL not in stored:
-                values[slot.field] = slot.decode(slot.attribute.get_value(stored))
+                if kind not in stored:  # as the model's `get_value` refuses it
+                    raise AttributeDeserializationError(name, kind)
+                value = stored[kind]
+                values[field] = value if decode is None else decode(value)
             else:
-                values[slot.field] = slot.missing
+                values[field] = missing
         return self.record(**values)
+
+
+def _plain(attribute: Attribute[Any]) -> bool:
+    """Whether the attribute stores a value as it is (its class keeps Attribute's identity
+    serialize and deserialize)."""
+    kind = type(attribute)
+    return kind.serialize is Attribute.serialize and kind.deserialize is Attribute.deserialize
 
 
 def _nested(attribute: Attribute[Any]) -> Codec[LastRun] | None:
