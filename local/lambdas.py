@@ -52,22 +52,29 @@ class LambdaContext:
 
 
 class SleepCountingClock(SystemClock):
-    """The system clock, counting the threads inside `sleep`. A worker invocation that is only
-    sleeping for a due instant holds no claim: shutdown need not wait for it (the next start's sync
-    invocation takes over)."""
+    """The system clock, counting the threads inside `sleep`, whose sleeps a stop ends (`wake`). A
+    worker invocation woken so ends at once without a request (the process is stopping: its wait's
+    claim and backstop stand for the next start's sync), so a stop waits for it and it cannot wake
+    into a stopped emulator."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sleeping = 0
+        self._woken = threading.Event()
 
     def sleep(self, seconds: float) -> None:
         with self._lock:
             self._sleeping += 1
         try:
-            super().sleep(seconds)
+            if seconds > 0:
+                self._woken.wait(seconds)
         finally:
             with self._lock:
                 self._sleeping -= 1
+
+    def wake(self) -> None:
+        """End every sleep, now and from now on."""
+        self._woken.set()
 
     def sleeping(self) -> int:
         with self._lock:

@@ -174,9 +174,9 @@ class LocalStack:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> bool:
-        """Stop taking work, give delivering invocations a moment (sleeping ones hold nothing and
-        are not waited for), save the state, stop the servers. Touches the state directory only if
-        this stack started far enough to own it; True when the state was saved."""
+        """Stop taking work, wake sleeping worker invocations (they end at once), give delivering
+        ones a moment, save the state, stop the servers. Touches the state directory only if this
+        stack started far enough to own it; True when the state was saved."""
         from nexttick.worker import drain as worker_drain
 
         # Worker invocations claim nothing more: the grace below goes to the occurrences they hold.
@@ -198,6 +198,7 @@ class LocalStack:
                     f"waiting up to {self.options.stop_grace:g} s for worker invocations that are delivering "
                     "tasks (running now: {running}, of which sleeping: {sleeping})"
                 )
+                self.clock.wake()  # a sleeper would otherwise wake later, into a stopped emulator
                 if not self.worker.stop(self.options.stop_grace, resumable=self.clock.sleeping):
                     logger.warning(
                         "worker invocations still delivering at shutdown are abandoned (as at a Lambda "

@@ -117,7 +117,9 @@ class Worker:
         if wake_at is not None:
             wait_seconds = (wake_at - self.wake_ahead - self.clock.now()).total_seconds()
             if wait_seconds > 0:
-                self._sleep(min(wait_seconds, max(self.remaining() - self.margin, 0.0)))
+                ended = self._sleep(min(wait_seconds, max(self.remaining() - self.margin, 0.0)))
+                if ended is not None:
+                    return ended
             self._woke_for = wake_at
         pool_size = self.settings.pool_size
         with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="nexttick-run") as pool:
@@ -170,8 +172,7 @@ class Worker:
             # into a rapid chain of invocations, then re-invoke.
             usable = self.remaining() - self.margin
             if usable >= MIN_REINVOKE_WAIT_SECONDS:
-                self._sleep(usable)
-                return None
+                return self._sleep(usable)
             return self._reinvoke("next due time is beyond this invocation")
         claim = self.runtime.rule_sync.claim_wait(head, self.owner, self.deadline, record)
         if claim is WaitClaim.COVERED:
@@ -188,9 +189,9 @@ class Worker:
             return self._finish("handed-over", "the wait goes on in the invocation its message starts")
         else:  # what is left of it now (a send that did not hand over took some of it)
             wait_seconds = max((head - self.wake_ahead - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
-        self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
+        ended = self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
         self._woke_for = head
-        return None
+        return ended
 
     def _release_wait(self) -> RuleState | None:
         """After the sleep for a claimed wait: its claim released before the pass reads the shards
@@ -320,9 +321,15 @@ class Worker:
                 if outcome.started is not None:  # written by the pass's end (`flush_lateness`)
                     self.store.note_lateness(outcome.started, outcome.lateness_ms)
 
-    def _sleep(self, seconds: float) -> None:
+    def _sleep(self, seconds: float) -> RunReport | None:
+        """Sleep, then go on (None), or end the invocation when its process is stopping (the local
+        stack wakes its sleepers on a stop): it writes nothing more and leaves its wait's claim and
+        backstop as they stand, as a frozen Lambda sandbox would, for the next start's sync."""
         self.report.waited_seconds += seconds
         self.clock.sleep(seconds)
+        if drain.stopping():
+            return self._finish("stopped", "the process is stopping")
+        return None
 
     def _hand_off(self, reason: str) -> RunReport:
         """Out of time: re-arm for what is left, or re-invoke when it is due too soon to arm."""

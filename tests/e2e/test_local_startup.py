@@ -337,10 +337,14 @@ def test_ctrl_c_does_not_wait_for_a_sleeping_worker_and_the_restart_delivers_on_
         time.sleep(1.0)  # the woken invocation claims the wait and sleeps
         # When the user presses Ctrl-C
         code, seconds = stack.interrupt()
-        # Then the stack stops at once, saving the state, without abandoning anything
+        # Then the stack stops at once, saving the state, without abandoning anything: the sleeping
+        # invocation was woken and ended without a request (before the stop ended it woke when its
+        # sleep did, into the stopped emulator: a traceback of its claim's release)
         assert code == 0 and seconds < SLEEPING_STOP_SECONDS, (seconds, stack.output()[-4000:])
         assert f"stopped; state saved to {stack.state_dir / 'state.json'}" in stack.lines()
         assert "abandoned" not in stack.output() and "handed-over" not in stack.output()
+        assert any("worker finished: stopped" in line for line in stack.lines()), stack.output()
+        assert "Traceback" not in stack.output(), stack.output()[-4000:]
         assert receiver.of("after-restart") == []
         # And when it is started again before the task is due
         stack.start()

@@ -124,12 +124,14 @@ def test_concurrent_workers_share_a_burst_by_shard_and_run_each_occurrence_once(
     assert len(reports) == workers
     assert {i: len(RECORDER.calls[i]) for i in ids} == dict.fromkeys(ids, 1)
     assert sum(r.results["succeeded"] for r in reports) == BURST
-    # And the invocations shared it: each ran a part, and claims were lost far less often than
-    # when every invocation tries every entry in the same order (each fire is then lost by all but
-    # one: BURST * (workers - 1) failed conditional writes, each billed) — at least 3x less, even
-    # on a loaded 2-core machine, where the drain is slower and yields expire more often during it
-    # (measured alone: 5-8x less; a planned fan-out, above, loses almost none)
-    assert all(r.results["succeeded"] > 0 for r in reports), [r.to_dict() for r in reports]
+    # And the invocations shared it: more than one ran a part (not each: threads of one process
+    # on 2 cores start unevenly, and one whose first claims all went to the others may find them
+    # covering the rest and end `covered` having run none), and claims were lost far less often
+    # than when every invocation tries every entry in the same order (each fire is then lost by
+    # all but one: BURST * (workers - 1) failed conditional writes, each billed) — at least 3x
+    # less, even on a loaded 2-core machine, where the drain is slower and yields expire more
+    # often during it (measured alone: 5-8x less; a planned fan-out, above, loses almost none)
+    assert sum(r.results["succeeded"] > 0 for r in reports) >= 2, [r.to_dict() for r in reports]
     contended = sum(r.results["contended"] for r in reports)
     assert contended <= BURST * (workers - 1) / 3, [r.to_dict() for r in reports]
     print(
