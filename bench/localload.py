@@ -39,7 +39,7 @@ import requests
 
 from bench.localstack import LocalStackProcess, Receiver, percentile, rfc3339, stack_environment
 
-SIZES = {False: (20, 30), True: (5, 20)}  # by `quick`: (clients, operations per client)
+SIZES = {False: (20, 100), True: (5, 20)}  # by `quick`: (clients, operations per client)
 MIX: dict[str, float] = {"create": 50, "get": 20, "list": 15, "reschedule": 10, "cancel": 5}
 DUE_AHEAD = (2.0, 20.0)  # seconds ahead of the request a create or a reschedule asks for
 # A task due sooner than this is not rescheduled or cancelled by a client: it may be running.

@@ -326,7 +326,7 @@ TARGETS: tuple[Target, ...] = (
         limits=(
             Limit("api", "local_load.api_p99_s", LE, 0.2, MS),
             Limit("errors", "local_load.errors", LE, 0, none="0"),
-            Limit("lateness", "local_load.lateness_p99_s", LE, 1, SECONDS),
+            Limit("lateness", "local_load.lateness_p99_s", LE, 0.5, SECONDS),
         ),
         measured=measures.load_measured,
     ),
