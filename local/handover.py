@@ -35,6 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from local.lambdas import LocalFunction
 from nexttick.config import get_settings
+from nexttick.worker import drain as worker_drain
 
 logger = logging.getLogger("local-stack")
 
@@ -160,8 +161,10 @@ class LocalHandover:
 
     def _settle(self, receipt_handle: str, returned: bool) -> None:
         """After the invocation (on its thread): delete the message it returned for; leave one it
-        raised for, to be received again after its visibility timeout."""
-        if not returned:
+        raised for, to be received again after its visibility timeout, and one whose invocation
+        returned because the process is stopping (the stop woke it from its sleep: it ran nothing,
+        and the stop is taking the emulator down; messages are not kept across a restart)."""
+        if not returned or worker_drain.stopping():
             return
         try:
             self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt_handle)
