@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from pynamodb.attributes import Attribute, AttributeContainer, MapAttribute
 from pynamodb.constants import NULL
-from pynamodb.exceptions import AttributeDeserializationError, AttributeNullError
+from pynamodb.exceptions import AttributeNullError
 
 from nexttick.store import keys
 from nexttick.store.mapping import STORED_AS, field_converter, field_hints
@@ -64,7 +64,7 @@ class Codec(Generic[R]):
             for s in self.slots
         ]
         self._reads = [
-            (s.field, s.attribute.attr_name, s.attribute.attr_type, s.decode, s.missing) for s in self.slots
+            (s.field, s.attribute.attr_name, s.attribute.get_value, s.decode, s.missing) for s in self.slots
         ]
 
     @staticmethod
@@ -102,12 +102,10 @@ class Codec(Generic[R]):
     def decode(self, item: Wire) -> R:
         """The record an item's attributes hold (the model's default for a missing one)."""
         values = {}
-        for field, name, kind, decode, missing in self._reads:
+        for field, name, get_value, decode, missing in self._reads:
             stored = item.get(name)
             if stored and NULL not in stored:
-                if kind not in stored:  # as the model's `get_value` refuses it
-                    raise AttributeDeserializationError(name, kind)
-                value = stored[kind]
+                value = get_value(stored)
                 values[field] = value if decode is None else decode(value)
             else:
                 values[field] = missing
