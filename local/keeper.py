@@ -11,7 +11,11 @@ it), then logged as given up — where the deployed trigger reports it to the on
 the checkpoint moves on.
 
 No polling loop: the moto server wakes it after every DynamoDB write it applies (from this process
-or a client in another one), and a safety re-read runs every `RESYNC_SECONDS`.
+or a client in another one), and a safety re-read runs every `RESYNC_SECONDS`. Like the mapping,
+which polls each shard four times a second, it reads at most once per `POLL_SECONDS`: the writes
+of that interval arrive as one batch. Reading at every write instead made the keeper react within
+milliseconds, before the editor that wrote had invoked the worker itself, so both did (two worker
+invocations per task due soon), and it multiplied the stream reads under load.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ logger = logging.getLogger("local-stack")
 # A safety re-read of the stream while idle (a missed wake-up, which the moto server's notes make
 # unlikely): each read is a request of tens of milliseconds of CPU on a slow machine, two processes.
 RESYNC_SECONDS = 60.0
+POLL_SECONDS = 0.25
 RETRY_DELAYS = tuple(min(2.0**i, 30.0) for i in range(names.KEEPER_RETRY_ATTEMPTS))
 
 
@@ -57,6 +62,7 @@ class LocalKeeper:
         batch_size: int = names.KEEPER_BATCH_SIZE,
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
         resync_seconds: float = RESYNC_SECONDS,
+        poll_seconds: float = POLL_SECONDS,
     ) -> None:
         self.client = streams_client
         self.table_name = table_name
@@ -64,6 +70,7 @@ class LocalKeeper:
         self.batch_size = batch_size
         self.retry_delays = retry_delays
         self.resync_seconds = resync_seconds
+        self.poll_seconds = poll_seconds
         self.stream_arn = ""
         self.given_up = 0  # batches dropped after their retries (the deployed trigger's on-failure queue)
         self._iterators: dict[str, str] = {}  # shard id -> where the next read starts (the checkpoint)
@@ -124,6 +131,8 @@ class LocalKeeper:
                 self.poll()
             except Exception:
                 logger.exception("keeper: reading the table's stream failed; retrying")
+            if self._stop.wait(self.poll_seconds):
+                return
             self._wake.wait(self.resync_seconds)
 
     # ------------------------------------------------------------------ one read

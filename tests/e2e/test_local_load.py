@@ -3,8 +3,9 @@
 `nexttick local` started as a user starts it, 5 clients x 20 mixed operations over HTTP (create,
 get, list, reschedule, cancel), one connection per request. Asserts the figures' keys, that no
 request failed to connect or got a 5xx, and that every task created and not cancelled was delivered
-exactly once and no cancelled one at all. The timings are bench figures (`make bench`), not asserted
-here.
+exactly once per occurrence (its last due time's, and at most one for a due time a slow reschedule
+replaced after it could be claimed) and no cancelled one at all. The timings are bench figures
+(`make bench`), not asserted here.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ def test_the_quick_load_run_answers_every_request_and_delivers_every_task_once()
     # And no request failed to connect or got a 5xx, nor an answer its client did not expect
     assert figures["errors"] == 0, [u for c in result.clients for u in c.unexpected]
     assert not [u for c in result.clients for u in c.unexpected]
-    # And every task created and not cancelled fired exactly once; no cancelled one fired
+    # And every task created and not cancelled fired exactly once per occurrence; no cancelled one fired
     delivered = Counter(d.task_id for d in result.deliveries)
     assert result.expected and result.all_delivered
-    assert {t: n for t, n in delivered.items() if n != 1} == {}
+    assert result.duplicates() == {}
     assert result.expected <= set(delivered)
     assert not result.forbidden & set(delivered)
     assert figures["tasks_fired"] == len(set(delivered)) >= len(result.expected)

@@ -1,7 +1,8 @@
 """The local stack's keeper trigger (local.keeper) on a real moto server over HTTP: it reads
 the table's stream through the DynamoDB Streams API, is woken by the server's writes (no polling:
-the safety re-read is set to a minute here), starts at the end of the stream, and retries a failing
-batch before giving up on it and moving on."""
+the safety re-read is set to a minute here) but reads at most once per poll interval, as Lambda's
+mapping does, starts at the end of the stream, and retries a failing batch before giving up on it
+and moving on."""
 
 from __future__ import annotations
 
@@ -162,6 +163,31 @@ def test_an_idle_trigger_makes_no_request(world: World) -> None:
     # Then it makes no request until its safety re-read, a minute later
     time.sleep(2.0)
     assert reads == []
+
+
+def test_a_stream_of_writes_is_read_at_most_once_per_poll_interval(world: World) -> None:
+    # Given the trigger started and settled
+    keeper = world.start_keeper()
+    time.sleep(0.5)
+    reads: list[float] = []
+
+    def count(*, model: Any, **_: Any) -> None:
+        if model.name == "GetRecords":
+            reads.append(time.monotonic())
+
+    keeper.client.meta.events.register("after-call", count)
+    # When tasks are created back to back (several writes each, every one waking the trigger)
+    ids = [f"steady-{i}" for i in range(20)]
+    began = time.monotonic()
+    for task_id in ids:
+        world.editor.create(TaskSpec(action="log", due=datetime.now(UTC) + DUE_IN, id=task_id))
+    ended = time.monotonic()
+    # Then every task reaches the keeper
+    assert _wait_for(lambda: all(any(f"T#{t}" in str(r) for r in world.delivered) for t in ids), 5.0)
+    # And while they were written the stream was read at most once per poll interval: the writes of
+    # an interval came as one batch, not one read (and one keeper run) per write
+    during = [at for at in reads if began <= at <= ended]
+    assert len(during) <= (ended - began) / keeper.poll_seconds + 1, (len(during), ended - began)
 
 
 def test_a_failing_batch_is_retried_then_given_up_and_the_stream_moves_on(world: World) -> None:
