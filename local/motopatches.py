@@ -1,6 +1,6 @@
 """What the local stack changes in moto, applied in one place: a Query that reads only what it
-returns, item answers and stream records as plain JSON, expressions parsed once, stream records
-numbered one at a time, a dispatcher that does not list moto's package per request, and SQS long
+returns, item answers and stream records as plain JSON, expressions parsed once, in-process requests
+applied one at a time, a dispatcher that does not list moto's package per request, and SQS long
 polls answered when a message becomes visible. The test suite's in-process moto is lightened the
 same way (tests/conftest.py), so the suite runs against the emulator the local stack and the bench
 use.
@@ -25,8 +25,8 @@ from local import (
     moto_projection,
     moto_query,
     moto_routing,
+    moto_serial,
     moto_sqs,
-    moto_streams,
 )
 
 PATCH_MODULES: tuple[ModuleType, ...] = (
@@ -35,8 +35,8 @@ PATCH_MODULES: tuple[ModuleType, ...] = (
     moto_answers,
     moto_expressions,
     moto_routing,
+    moto_serial,
     moto_sqs,
-    moto_streams,
 )
 
 
@@ -48,13 +48,13 @@ def fingerprint(function: Callable[..., Any]) -> str:
 def lighten_dynamodb() -> None:
     """moto's DynamoDB as the local stack serves it: sorted partitions for Query
     (local/moto_query.py), expressions parsed once (local/moto_expressions.py), item operations and
-    stream records answered in plain JSON (local/moto_answers.py), stream records numbered one at
-    a time (local/moto_streams.py). Idempotent."""
+    stream records answered in plain JSON (local/moto_answers.py), and in-process, requests applied
+    one at a time as the server applies them (local/moto_serial.py). Idempotent."""
     moto_query.query_sorted_partitions()
     moto_expressions.evaluate_expressions_once()
     moto_answers.serialize_dynamodb_directly()
     moto_answers.serialize_stream_records_directly()
-    moto_streams.number_stream_records_atomically()
+    moto_serial.apply_requests_one_at_a_time()
 
 
 def route_without_listing_moto() -> None:

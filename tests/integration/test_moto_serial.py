@@ -1,7 +1,7 @@
-"""In-process moto numbers every stream record on its own however many threads write
-(local/moto_streams.py), and a reader that stops at its first empty page ends.
+"""In-process moto applies one request at a time (local/moto_serial.py): every stream record gets a
+number of its own however many threads write, and a reader that stops at its first empty page ends.
 
-Tests and the bench serve moto in the calling thread, with no lock: moto numbered a record by the
+Tests and the bench serve moto in the calling thread: unserialised, moto numbered a record by the
 shard's length, then appended it, and two writes at once took one number. A reader that stops at an
 empty page (Lambda's poller; bench/stream.py) then read the second of them forever when they were
 the last records. Here the window between the two steps is widened (a record takes a millisecond to
@@ -19,7 +19,7 @@ import boto3
 import pytest
 from moto.dynamodb.models import table as moto_table
 
-from local.moto_streams import number_stream_records_atomically
+from local.moto_serial import apply_requests_one_at_a_time
 from tests.support.aws import create_keyed_table
 
 WRITERS, WRITES = 6, 15
@@ -82,7 +82,7 @@ def test_concurrent_writes_number_every_record_once_and_a_reader_reaches_the_end
     dynamodb: Any, slow_records: None
 ) -> None:
     # Given moto as the tests and the bench run it (patched) and writers in several threads at once
-    number_stream_records_atomically()
+    apply_requests_one_at_a_time()
     _write_concurrently()
     # When the stream is read from its start to its first empty page
     numbers, ended = _read_to_the_end(dynamodb, limit_pages=10 * WRITERS * WRITES)
