@@ -73,7 +73,7 @@ class Accounts(DynamoMeter):
         self._charging = threading.Lock()
         self._emulating = threading.local()
         super().__init__(store)
-        table_client = store.models.task._get_connection().connection.client
+        table_client = store.client
         for client in (table_client, *others):
             client.meta.events.register_first("before-send", self._emulator_starts)
             client.meta.events.register_last("before-send", self._emulator_ends)

@@ -81,7 +81,7 @@ def worker_cpu(tasks: int, pool_size: int) -> dict[str, Any]:
         )
         worker_handler.use(runtime, build_registry(runtime.settings.action_definitions(), runtime.settings))
         ids = bulk_load(runtime.store, tasks, datetime.now(UTC) - timedelta(seconds=1), timedelta(0), None)
-        requests = RequestClock(runtime.store.models.task._get_connection().connection.client)
+        requests = RequestClock(runtime.store.client)
         with (
             open(os.devnull, "w") as devnull,
             contextlib.redirect_stdout(devnull),
@@ -114,7 +114,7 @@ def client_floor(runtime: Runtime, task_id: str) -> dict[str, float]:
     """CPU ms (median) of one GetItem of a task, single-threaded, same item: a stock botocore client
     (what any client pays), the store's client (the light path, nexttick/store/client.py) and the
     store's `get_task` (PynamoDB's model and the record mapping on top)."""
-    light: Any = runtime.store.models.task._get_connection().connection.client  # typed without its API
+    light: Any = runtime.store.client  # typed without its API
     stock: Any = make_client("dynamodb", runtime.settings)
     pk, sk = runtime.store.task_key(task_id)
     key = {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}

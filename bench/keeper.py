@@ -47,7 +47,7 @@ def after_call(*, model, **_):
         written.append(time.monotonic())
         if dies[0]:
             raise Died
-editor.store.models.task._get_connection().connection.client.meta.events.register("after-call", after_call)
+editor.store.client.meta.events.register("after-call", after_call)
 latest = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(hours=6)
 delays = {"keeper": [], "inline": [], "inline_after_write": []}
 for k in range(2 * int(sys.argv[1])):

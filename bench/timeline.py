@@ -207,7 +207,7 @@ class World:
         trigger.client.meta.events.register("provide-client-params.lambda.Invoke", self._invoked)
         self.driver = threading.current_thread()
         self._world = threading.RLock()  # one world event at a time
-        table_client = runtime.store.models.task._get_connection().connection.client
+        table_client = runtime.store.client
         RoundTrips(
             (table_client, *clients), lambda: datetime.now(UTC), self._passed, lambda: acting() != POLLER
         )

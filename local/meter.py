@@ -62,7 +62,7 @@ class DynamoMeter:
         self.items_read: Counter[str] = Counter()
         self.read_units: defaultdict[str, float] = defaultdict(float)
         self.write_units: defaultdict[str, float] = defaultdict(float)
-        client = store.models.task._get_connection().connection.client
+        client = store.client
         client.meta.events.register("before-parameter-build.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after_call)
 

@@ -4,6 +4,7 @@ failed write condition from any other write error."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from pynamodb.connection import TableConnection
 from pynamodb.exceptions import DeleteError, PutError, UpdateError
@@ -27,6 +28,12 @@ class StoreBase:
         """The models' shared connection to the table: the hot path's requests go through it with
         items in the wire format (nexttick.store.wire), without building model instances."""
         return self.models.task._get_connection()
+
+    @property
+    def client(self) -> Any:
+        """The one botocore client all of the store's requests go through: where meters, fault
+        injection and tests register for its events."""
+        return self.table.connection.client
 
     def with_payload(self, record: TaskRecord) -> TaskRecord:
         """`record` with its payload, read from the payload's own item when it has one (strongly

@@ -61,7 +61,7 @@ def after_call(*, model, **_):
         print(" ".join(made), flush=True)
         os._exit(1)
 rt = editor.runtime
-clients = [rt.store.models.task._get_connection().connection.client, rt.rule.client, rt.trigger.client]
+clients = [rt.store.client, rt.rule.client, rt.trigger.client]
 for client in {id(c): c for c in clients}.values():
     client.meta.events.register("after-call", after_call)
 spec = {"due": due_or_delay} if "T" in due_or_delay else {"delay_seconds": float(due_or_delay)}

@@ -33,7 +33,7 @@ def test_every_client_of_a_worker_has_a_connection_per_concurrent_caller(aws: No
     assert settings.connection_pool_size == callers
     runtime = Runtime.build(settings)
     assert isinstance(runtime.trigger, LambdaWorkerTrigger)
-    dynamodb = runtime.store.models.task._get_connection().connection.client
+    dynamodb = runtime.store.client
     assert [_pool(c) for c in (dynamodb, runtime.rule.client, runtime.trigger.client)] == [callers] * 3
     registry = build_registry(settings.action_definitions(), settings)
     for name in AWS_ACTIONS:

@@ -137,7 +137,7 @@ def test_list_skips_entries_of_changed_tasks(
     task = editor.schedule_in("log", 3600)
     # A reschedule that dies between writing its new entry and replacing the task leaves an entry
     # no task points at
-    client = runtime.store.models.task._get_connection().connection.client
+    client = runtime.store.client
 
     def die_on_task_write(*, params: dict[str, Any], model: Any, **_: Any) -> None:
         if task_write(model.name, params):

@@ -112,7 +112,7 @@ def dying_after(runtime: RecordedRuntime, calls: int) -> Callable[[], list[str]]
     clients = {
         id(c): c
         for c in (
-            runtime.store.models.task._get_connection().connection.client,
+            runtime.store.client,
             runtime.rule.client,
             runtime.trigger.inner.client,
         )
@@ -202,7 +202,7 @@ def test_duplicate_and_out_of_order_records_are_harmless_and_cost_reads_only(
     assert armed == runtime.rule_sync.timing.fire_minute(now + ARMABLE_IN)
     # When the same records arrive again, reversed, and then twice in one batch
     calls: list[str] = []
-    for client in (keeper.store.models.task._get_connection().connection.client, keeper.rule.client):
+    for client in (keeper.store.client, keeper.rule.client):
         client.meta.events.register("after-call", lambda *, model, **_: calls.append(model.name))
     keeper_handler.handler({"Records": records[::-1]}, context)
     keeper_handler.handler({"Records": records + records}, context)
@@ -246,7 +246,7 @@ def test_changes_that_schedule_nothing_new_are_ignored_without_a_call(
     records = stream.records()
     assert {r["eventName"] for r in records} >= {"MODIFY", "REMOVE"}
     calls: list[str] = []
-    for client in (keeper.store.models.task._get_connection().connection.client, keeper.rule.client):
+    for client in (keeper.store.client, keeper.rule.client):
         client.meta.events.register("after-call", lambda *, model, **_: calls.append(model.name))
     report = keeper_handler.handler({"Records": records}, LambdaContext("nexttick-keeper", 30, "us-east-1"))
     # Then the keeper saw them and made no AWS call at all (queue entries, removals, no new due time)

@@ -81,7 +81,7 @@ class World:
                 acknowledged.append(time.monotonic())
                 raise ClientDied
 
-        client = self.editor.store.models.task._get_connection().connection.client
+        client = self.editor.store.client
         client.meta.events.register("after-call", after_call, unique_id="dies")
         try:
             with pytest.raises(ClientDied):

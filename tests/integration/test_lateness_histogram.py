@@ -40,7 +40,7 @@ def dynamodb_calls(env: WorkerEnv, operation: str) -> list[dict[str, Any]]:
     def before(params: dict[str, Any], **_: Any) -> None:
         seen.append(params)
 
-    client = env.runtime.store.models.task._get_connection().connection.client
+    client = env.runtime.store.client
     client.meta.events.register(f"before-parameter-build.dynamodb.{operation}", before)
     return seen
 
@@ -174,7 +174,7 @@ def test_a_failing_histogram_write_does_not_fail_the_occurrence(env: WorkerEnv, 
                 "UpdateItem",
             )
 
-    client = env.runtime.store.models.task._get_connection().connection.client
+    client = env.runtime.store.client
     client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", before)
     due = env.now() + timedelta(minutes=2)
     task = env.editor.schedule_at("record", due)

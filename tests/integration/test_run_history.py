@@ -47,7 +47,7 @@ def calls(env: WorkerEnv) -> Iterator[Counter[str]]:
     def count(event_name: str, **_: Any) -> None:
         made[event_name.rsplit(".", 1)[-1]] += 1
 
-    client = env.runtime.store.models.task._get_connection().connection.client
+    client = env.runtime.store.client
     client.meta.events.register("before-call.dynamodb", count)
     yield made
     client.meta.events.unregister("before-call.dynamodb", count)

@@ -14,7 +14,7 @@ from tests.support.aws import RecordedRuntime
 
 
 def _client(store: TaskStore) -> Any:
-    return store.models.task._get_connection().connection.client
+    return store.client
 
 
 def _sent_user_agents(store: TaskStore) -> list[tuple[str, str]]:

@@ -159,7 +159,7 @@ def test_a_shard_read_answers_with_entries_only_and_is_billed_the_whole_items(en
     whole = [i for i in store.table.query(keys.queue_pk(shard), consistent_read=True)["Items"]]
     assert len(whole) >= 5 and all("action" in item for item in whole)
     answered: list[dict[str, Any]] = []
-    client = store.models.task._get_connection().connection.client
+    client = store.client
     client.meta.events.register(
         "after-call.dynamodb.Query", lambda *, parsed, **_: answered.extend(parsed.get("Items", []))
     )
@@ -184,7 +184,7 @@ def test_a_burst_reads_its_finished_home_items_a_bounded_number_of_times(env: Wo
         read["queries"] += 1
         read["items"] += parsed.get("ScannedCount", 0)
 
-    client = env.runtime.store.models.task._get_connection().connection.client
+    client = env.runtime.store.client
     client.meta.events.register("after-call.dynamodb.Query", count)
     # When one worker runs them all
     env.travel_to(due + timedelta(seconds=1))

@@ -151,7 +151,7 @@ def test_merged_entries_read_all_first_pages_at_once_and_merge_in_run_time_order
         with lock:
             in_flight[0] -= 1
 
-    client = store.models.queue._get_connection().connection.client
+    client = store.client
     client.meta.events.register("before-call.dynamodb.Query", query_starts)
     client.meta.events.register("after-call.dynamodb.Query", query_ends)
     # When the due entries are read merged across the shards
@@ -168,7 +168,7 @@ def test_a_resent_write_is_recognised_as_ours_after_dynamodb_normalised_its_numb
     runtime: RecordedRuntime, frozen_now: time_machine.Traveller
 ) -> None:
     store = runtime.store
-    client: Any = store.models.task._get_connection().connection.client
+    client: Any = store.client
     key = {"pk": {"S": "T#norm"}, "sk": {"S": "T"}}
     record = pending_once("norm", NOW, NOW)
     record.retry_backoff_seconds = 30.0  # written as "30.0"

@@ -32,7 +32,7 @@ def settings() -> NextTickSettings:
 
 def _clients(runtime: Any) -> dict[str, Any]:
     return {
-        "dynamodb": runtime.store.models.task._get_connection().connection.client,
+        "dynamodb": runtime.store.client,
         "events": runtime.rule.client,
         "lambda": getattr(runtime.trigger, "inner", runtime.trigger).client,
     }

@@ -53,7 +53,7 @@ def fail_task_writes(env: WorkerEnv, task_id: str, unless_status: str) -> list[s
                 model.name,
             )
 
-    client = env.runtime.store.models.task._get_connection().connection.client
+    client = env.runtime.store.client
     client.meta.events.register("provide-client-params.dynamodb", before)
     return refused
 

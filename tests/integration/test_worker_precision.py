@@ -117,7 +117,7 @@ def test_a_waiting_worker_claims_and_reads_ahead_so_that_at_the_instant_only_the
     def before_call(*, model: Any, params: dict[str, Any], **_: Any) -> None:
         calls.append((env.now(), model.name, json.dumps(params, default=str)))
 
-    client = env.runtime.store.models.task._get_connection().connection.client
+    client = env.runtime.store.client
     client.meta.events.register("before-call.dynamodb", before_call)
     # When that worker runs
     invoke(env, {"source": "nexttick", "action": "wake", "reason": "due-soon"})

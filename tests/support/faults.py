@@ -252,7 +252,7 @@ class Injector:
         assert isinstance(trigger, LambdaWorkerTrigger), "a container's worker trigger is the real invoke"
         handover = runtime.handover
         clients = [
-            runtime.store.models.task._get_connection().connection.client,
+            runtime.store.client,
             runtime.rule.client,
             trigger.client,
         ]
