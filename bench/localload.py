@@ -35,13 +35,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from bench.localstack import LocalStackProcess, Receiver, percentile, rfc3339, stack_environment
+from bench.localstack import LocalStackProcess, Receiver, parse_time, percentile, rfc3339, stack_environment
 from nexttick.constants import CLAIM_AHEAD_SECONDS
 
 SIZES = {False: (20, 100), True: (5, 20)}  # by `quick`: (clients, operations per client)
@@ -76,7 +75,7 @@ class Client:
     cancelled: set[str] = field(default_factory=set)  # 204: must not run
     maybe: set[str] = field(default_factory=set)  # 202: its claimable occurrence may still run
     # task id -> due times a reschedule replaced once their occurrence could be claimed (may run)
-    superseded: dict[str, set[datetime]] = field(default_factory=dict)
+    superseded: dict[str, set[float]] = field(default_factory=dict)
     created = 0
 
     def request(self, method: str, path: str, **kwargs: Any) -> requests.Response | None:
@@ -151,7 +150,7 @@ class Client:
             assert response is not None
             if response.status_code == 200:
                 if time.time() >= replaced - CLAIM_AHEAD_SECONDS:  # a slow answer: it may have been claimed
-                    self.superseded.setdefault(target, set()).add(instant(rfc3339(replaced)))
+                    self.superseded.setdefault(target, set()).add(parse_time(rfc3339(replaced)))
                 self.due[target] = due
                 self.version[target] = int(response.json()["version"])
         return None
@@ -168,11 +167,6 @@ class Client:
             elif response.status_code == 202:
                 self.maybe.add(target)
         return None
-
-
-def instant(value: str) -> datetime:
-    """An RFC 3339 time as an aware datetime: the API echoes a due time with more digits than sent."""
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def _operations(rng: random.Random, count: int) -> list[str]:
@@ -210,12 +204,12 @@ class LoadRun:
         """Per task, the deliveries beyond one for each occurrence it may have run: its last due
         time's, and each due time a reschedule replaced once that occurrence could be claimed."""
         allowed = {
-            task: {instant(rfc3339(due)), *c.superseded.get(task, ())}
+            task: {parse_time(rfc3339(due)), *c.superseded.get(task, ())}
             for c in self.clients
             for task, due in c.due.items()
         }
         occurrences = Counter(
-            (d.task_id, instant(d.body["scheduled_for"])) for d in self.deliveries if d.status == 200
+            (d.task_id, parse_time(d.body["scheduled_for"])) for d in self.deliveries if d.status == 200
         )
         extra: Counter[str] = Counter()
         for (task, at), count in occurrences.items():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bench.localload import Client, LoadRun, instant
-from bench.localstack import Delivery, rfc3339
+from bench.localload import Client, LoadRun
+from bench.localstack import Delivery, parse_time, rfc3339
 
 DUE = 1_900_000_000.25
 LATER = DUE + 10.0
@@ -16,7 +16,7 @@ LATER = DUE + 10.0
 
 def delivery(task_id: str, due: float) -> Delivery:
     # The API echoes the due time with microseconds: the check compares instants, not strings.
-    scheduled = instant(rfc3339(due)).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    scheduled = rfc3339(due).replace("Z", "000Z")
     body: dict[str, Any] = {"task_id": task_id, "scheduled_for": scheduled, "idempotency_key": task_id}
     return Delivery(received_at=due, status=200, body=body, idempotency_header=None)
 
@@ -29,7 +29,7 @@ def client_with(task_id: str, due: float, superseded: float | None = None) -> Cl
     client = Client(0, "http://unused", random.Random(0))
     client.due[task_id] = due
     if superseded is not None:
-        client.superseded[task_id] = {instant(rfc3339(superseded))}
+        client.superseded[task_id] = {parse_time(rfc3339(superseded))}
     return client
 
 
