@@ -20,6 +20,7 @@ from nexttick import constants
 from nexttick.store import keys
 from nexttick.store.streams import reaches_keeper
 from tests.infrastructure.conftest import CONFIG, Synthesized, flatten, only, resources_of
+from tests.support.aws import streams_client
 
 KEEPER = "nexttick-keeper"
 FAILURE_QUEUE = "nexttick-keeper-failures"
@@ -291,11 +292,7 @@ def test_moto_creates_the_local_variant_with_a_readable_stream(
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     described = dynamodb.describe_table(TableName=outputs["TableName"])["Table"]
     assert described["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
-    streams = boto3.client(
-        "dynamodbstreams",
-        region_name="us-east-1",
-        endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com",
-    )
+    streams = streams_client()
     shards = streams.describe_stream(StreamArn=described["LatestStreamArn"])["StreamDescription"]["Shards"]
     assert len(shards) == 1
     assert (

@@ -26,10 +26,8 @@ from nexttick.aws import parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK
 from nexttick.runtime import Runtime
-from tests.support.aws import RecordedRuntime
+from tests.support.aws import RecordedRuntime, streams_client
 
-# moto serves DescribeStream only on the regional streams host (recent botocore picks another).
-STREAMS_ENDPOINT = "https://streams.dynamodb.us-east-1.amazonaws.com"
 ARMABLE_IN = timedelta(seconds=100)  # frozen at 09:00:30: fires in the 09:01 minute, 30 s away
 CLOSE_IN = timedelta(seconds=20)  # too close to arm: the worker must be invoked
 
@@ -79,7 +77,7 @@ def stream(resources: NextTickSettings) -> Stream:
         TableName=resources.table_name,
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
     )["TableDescription"]
-    client = boto3.client("dynamodbstreams", region_name=resources.region, endpoint_url=STREAMS_ENDPOINT)
+    client = streams_client(resources.region)
     return Stream(client, described["LatestStreamArn"])
 
 

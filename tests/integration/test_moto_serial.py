@@ -20,10 +20,9 @@ import pytest
 from moto.dynamodb.models import table as moto_table
 
 from local.moto_serial import apply_requests_one_at_a_time
-from tests.support.aws import create_keyed_table
+from tests.support.aws import create_keyed_table, streams_client
 
 WRITERS, WRITES = 6, 15
-STREAMS_ENDPOINT = "https://streams.dynamodb.us-east-1.amazonaws.com"
 STREAM: dict[str, Any] = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
 
 
@@ -62,7 +61,7 @@ def _write_concurrently() -> None:
 def _read_to_the_end(dynamodb: Any, limit_pages: int) -> tuple[list[str], bool]:
     """The stream's sequence numbers read page by page from its start, as Lambda's poller reads
     (until an empty page), and whether the read ended within `limit_pages`."""
-    streams = boto3.client("dynamodbstreams", region_name="us-east-1", endpoint_url=STREAMS_ENDPOINT)
+    streams = streams_client()
     arn = dynamodb.describe_table(TableName="streamed")["Table"]["LatestStreamArn"]
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
     iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")[

@@ -20,7 +20,7 @@ from moto.dynamodb.responses import DynamoResult
 from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 
 from local import moto_answers, motopatches
-from tests.support.aws import create_keyed_table
+from tests.support.aws import create_keyed_table, streams_client
 
 TABLES = ("patched", "moto")
 
@@ -47,12 +47,7 @@ def clients(aws: None) -> Iterator[tuple[Any, Any]]:
             name,
             StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
         )
-    # moto answers DynamoDB Streams on the service's own host, not on the endpoint botocore resolves
-    streams = boto3.client(
-        "dynamodbstreams",
-        region_name="us-east-1",
-        endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com",
-    )
+    streams = streams_client()
     yield dynamodb, streams
 
 

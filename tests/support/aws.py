@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+import boto3
+
 from local.options import EMULATOR_CREDENTIALS
 from nexttick.config import NextTickSettings
 from nexttick.constants import PARTITION_KEY, SORT_KEY
@@ -12,6 +14,14 @@ from nexttick.runtime import Runtime
 
 # The environment of every test that talks to moto: its credentials and one region.
 FAKE_AWS_ENV = {**EMULATOR_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
+
+
+def streams_client(region: str = "us-east-1") -> Any:
+    """A DynamoDB Streams client for in-process moto, which serves the streams API only on the
+    regional streams host (recent botocore resolves another)."""
+    return boto3.client(
+        "dynamodbstreams", region_name=region, endpoint_url=f"https://streams.dynamodb.{region}.amazonaws.com"
+    )
 
 
 def create_keyed_table(dynamodb: Any, name: str, *, sort_key_type: str = "S", **options: Any) -> None:
