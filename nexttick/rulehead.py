@@ -32,6 +32,7 @@ class HeadRead:
     advanced: dict[int, str]
     hinted: set[int]  # read from past their cursors (the caller's hint): always read again
     heads: dict[int, datetime | None]
+    read: frozenset[int]  # the shards whose heads were read from the table, not the record
 
     @property
     def moves(self) -> bool:
@@ -88,6 +89,7 @@ class ShardHeads:
             advanced=advanced,
             hinted={s for s in stale if starts.get(s) != state.cursor_of(s)},
             heads=recorded | {s: front.head for s, front in fronts.items()},
+            read=frozenset(fronts),
         )
 
     def _settle_heads(self, found: HeadRead, state: RuleState) -> bool:

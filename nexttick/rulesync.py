@@ -30,8 +30,8 @@ close to arm is not armed: the worker is invoked directly instead, unless a slee
 covers the task.
 
 RuleSync is the protocol's entry point; its parts live beside it: nexttick.rulearm (what it talks to,
-and lowering, publishing and confirming the armed minute) and nexttick.rulehead (the shards' heads
-and cursors, and the worker's refresh of them).
+and lowering, publishing and confirming the armed minute), nexttick.rulehead (the shards' heads
+and cursors, and the worker's refresh of them) and nexttick.rulewait (the one waiter's claim).
 """
 
 from __future__ import annotations
@@ -40,35 +40,13 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
 from nexttick.rulearm import Outcome, RuleArming
 from nexttick.rulehead import HeadRead, ShardHeads, head_later
+from nexttick.rulewait import WaitClaims, WaitIntent
 from nexttick.store.records import RuleState, WaiterClaim
 
 logger = logging.getLogger(__name__)
-
-
-class WaitClaim(StrEnum):
-    CLAIMED = "claimed"  # this invocation is the one waiter: sleep until the head
-    COVERED = "covered"  # another live waiter wakes at or before the head: this one can stop
-    MOVED = "moved"  # the record is no longer a published backstop for the head: re-arm first
-
-
-@dataclass(frozen=True)
-class WaitIntent:
-    """What the caller of `rearm` does with a due-soon head: sleep for it as `owner`, alive until
-    `until`, if it is due by `latest` (its deadline less its margin) and after `after` (None: any;
-    one due sooner is passed for, not waited for). The re-arm then takes the wait's claim in the
-    write that arms the claim's backstop, instead of a write of its own after it."""
-
-    owner: str
-    until: datetime
-    latest: datetime
-    after: datetime | None = None
-
-    def waits_for(self, head: datetime) -> bool:
-        return head <= self.latest and (self.after is None or head > self.after)
 
 
 @dataclass(frozen=True)
@@ -81,7 +59,7 @@ class RearmResult:
     record: RuleState | None = None
 
 
-class RuleSync(ShardHeads, RuleArming):
+class RuleSync(ShardHeads, WaitClaims, RuleArming):
     """The re-arm procedure shared by editors and the worker."""
 
     # ------------------------------------------------------------------ editor side
@@ -166,15 +144,6 @@ class RuleSync(ShardHeads, RuleArming):
         self._wake("due too soon to arm")
         return Outcome.INVOKED
 
-    @staticmethod
-    def _waiter_covers(state: RuleState, due: datetime) -> bool:
-        """The record's waiter claim wakes at or before `due` and lives past it."""
-        return (
-            state.waiter_at is not None
-            and state.waiter_until is not None
-            and state.waiter_at <= due <= state.waiter_until
-        )
-
     # ------------------------------------------------------------------ worker side
     def rearm(
         self,
@@ -206,6 +175,8 @@ class RuleSync(ShardHeads, RuleArming):
             target, backstop = self._target(state, head, due_soon, now)
             early_enough = target is not None and backstop and self._fires_by(state.armed_minute, target, now)
             keep = state.armed_minute == target or early_enough
+            if due_soon and wait is not None:
+                head = wait.claimable_head(found)  # what it waits for: the target stays the backstop
             claim = self._claim_with_cas(state, head, wait, now) if due_soon and not keep else None
             written = self._raise_and_arm(state, found, target, arm=not keep, claim=claim)
             if written is None:
@@ -246,22 +217,6 @@ class RuleSync(ShardHeads, RuleArming):
             return None
         return state
 
-    def _claim_with_cas(
-        self, state: RuleState, head: datetime | None, wait: WaitIntent | None, now: datetime
-    ) -> WaiterClaim | None:
-        """The claim the caller's wait for a due-soon `head` takes with the backstop's CAS: None when
-        it would not wait for it, or when the record as read holds a claim it may not take over
-        (then `claim_wait` answers COVERED, and the write need not fail on it)."""
-        if wait is None or head is None or not wait.waits_for(head):
-            return None
-        claim = self._wait_claim(head, wait.owner, wait.until, now)
-        return claim if claim.takes_over(state) else None
-
-    def _wait_claim(self, head: datetime, owner: str, until: datetime, now: datetime) -> WaiterClaim:
-        """`owner`'s claim on the wait for `head`, as of `now`: a current claim that should have
-        woken more than the skew bound ago belongs to a waiter that died."""
-        return WaiterClaim(head, owner, until, now - self.timing.clock_skew)
-
     def _landed_in_time(self, target: datetime | None) -> bool:
         """Our PutRule for `target` returned while the minute was still armable. A slower one may
         have landed after the minute began, and EventBridge never fires a minute that has passed."""
@@ -289,21 +244,6 @@ class RuleSync(ShardHeads, RuleArming):
                 return RearmResult(outcome, again, self.timing.fire_minute(again))
         return RearmResult(Outcome.ARMED, head, target)
 
-    def release_wait(self, at: datetime) -> RuleState | None:
-        """Release the wait claim for `at` once its time has come (by our clock, within the skew
-        bound): the waiter after its sleep, or the invocation its wait was handed over to, before its
-        pass reads the shards — as `rearm` would release it, one step sooner. Returns the record as
-        the release wrote it, which serves as the pass's read (None: not released; read it)."""
-        if not self._woke(at):
-            return None
-        return self.store.release_waiter(None, at)
-
-    def _woke(self, waiter_at: datetime) -> bool:
-        """A waiter's wake time has come by our clock, give or take the stated skew bound. Early,
-        the claim is only released sooner (editors then invoke directly); late, the backstop stays
-        armed and fires once more."""
-        return waiter_at <= self.clock.now() + self.timing.clock_skew
-
     def _target(
         self, state: RuleState, head: datetime | None, due_soon: bool, now: datetime
     ) -> tuple[datetime | None, bool]:
@@ -323,38 +263,6 @@ class RuleSync(ShardHeads, RuleArming):
             if target is None or bound < target:
                 target, backstop = bound, True
         return target, backstop
-
-    def _fires_by(self, armed: datetime | None, minute: datetime, now: datetime) -> bool:
-        """The rule armed for `armed` fires at or before `minute` (it is still armable)."""
-        return armed is not None and armed <= minute and self.timing.armable(armed, now)
-
-    def claim_wait(
-        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None
-    ) -> WaitClaim:
-        """Worker, after `rearm` returned DUE_SOON: become the one invocation that sleeps until `head`.
-        Claimed only while the record is a published backstop for `head`, so editors that skip the
-        direct invoke for this claim still get a worker if this invocation dies in its sleep.
-        `read`: the record as the re-arm's last write returned it."""
-        while True:
-            state, read = read or self.store.read_rule_state(), None
-            now = self.clock.now()
-            claim = self._wait_claim(head, owner, until, now)
-            if (
-                state.waiter_owner not in (None, owner)
-                and self._waiter_covers(state, head)
-                and state.waiter_at is not None
-                and state.waiter_at >= claim.stale_before
-            ):
-                return WaitClaim.COVERED
-            backstop = self.timing.backstop_minute(head, now)
-            if not (state.published and self._fires_by(state.armed_minute, backstop, now)):
-                return WaitClaim.MOVED
-            if claim.held_in(state):
-                return WaitClaim.CLAIMED  # taken with the re-arm's CAS (`rearm`'s `wait`)
-            if self.store.claim_waiter(
-                head, owner, until, claim.stale_before, expected_version=state.version
-            ):
-                return WaitClaim.CLAIMED
 
     def sync(self) -> RearmResult:
         """Re-derive everything from the table and force the rule to match (deploys, `nexttick sync`)."""

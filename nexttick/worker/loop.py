@@ -27,23 +27,23 @@ from __future__ import annotations
 
 import contextvars
 import random
-from collections import Counter, defaultdict
 from collections.abc import Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
 from nexttick import constants
 from nexttick.actions import ActionRegistry
-from nexttick.observability import Dimensions, MetricUnit, emit_by_dimensions, logger, metrics
+from nexttick.observability import logger
 from nexttick.rulearm import Outcome
 from nexttick.rulehead import DueShards, key_after, read_starts
-from nexttick.rulesync import WaitClaim, WaitIntent
+from nexttick.rulewait import WaitClaim, WaitIntent
 from nexttick.runtime import Runtime
 from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
 from nexttick.worker.handover import hand_over
 from nexttick.worker.lease import LeaseKeeper
-from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, RunResult, no_hook
+from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, no_hook
+from nexttick.worker.passmetrics import PassMetrics
 from nexttick.worker.report import Held, PassResult, RunReport
 from nexttick.worker.sharing import ShardSharing
 
@@ -95,10 +95,9 @@ class Worker:
         self.runner = OccurrenceRunner(
             runtime, registry, self.sharing, self.leases, owner=owner, hook=hook, rng=rng or random.Random()
         )
-        # This pass's lateness per (action, kind), printed as one EMF line each when it ends.
-        self._lateness_by_kind: defaultdict[Dimensions, list[float]] = defaultdict(list)
-        self._counts: Counter[str] = Counter()  # count metrics of the pass, added once at its end
+        self.pass_metrics = PassMetrics(self.store)
         self._read: RuleState | None = None  # the record as the last pass read it
+        self._blocked: dict[int, datetime] = {}  # the last pass's `Held.blocked`, where bounded
         # The head of a claimed wait this invocation slept for (its own, or one handed over to it):
         # the next pass releases the claim first and reads the shards from the release's answer.
         self._woke_for: datetime | None = None
@@ -160,6 +159,7 @@ class Worker:
             until=self.deadline,
             latest=self.deadline - timedelta(seconds=self.margin),
             after=self.clock.now() + self.wake_ahead if found is PassResult.DRAINED else None,
+            blocked=self._blocked,
         )
 
     def _wait_for(self, head: datetime, record: RuleState | None) -> RunReport | None:
@@ -209,6 +209,7 @@ class Worker:
         ahead too, instead of by the pass that starts when the last of these has finished."""
         self.report.passes += 1
         held = Held()
+        self._blocked = {}
         with self.leases.renewing():
             while True:
                 now = self.clock.now()
@@ -217,13 +218,15 @@ class Worker:
                 self._read = due.record
                 if not due.shards and not held.submitted:
                     return PassResult.EMPTY
+                held.blocked = {}  # what the last read found held is what the re-arm's wait goes by
                 stopped = self._submit(pool, pool_size, held, due, now, until)
                 if stopped or not self._rolls(held, until):
                     break
             self._collect(wait(held.in_flight).done, held)
+        self._blocked = {shard: at for shard, at in held.blocked.items() if at is not None}
         for shard, key in held.taken.items():
             self._resume[shard] = held.left.get(shard, key_after(key))
-        self._emit_pass_metrics(held.submitted)
+        self.pass_metrics.emit(held.submitted)
         if not held.submitted:
             return PassResult.EMPTY
         return PassResult.FULL if held.full else PassResult.DRAINED
@@ -248,6 +251,7 @@ class Worker:
         ):
             if not self.sharing.takes(entry, now):
                 _stop_at(held.left, entry)
+                _block(held.blocked, entry, now, until)
                 continue  # leased elsewhere (its lease end is part of the head), or not ours now
             if len(held.in_flight) >= pool_size:
                 held.full = self.sharing.in_burst = True
@@ -284,16 +288,6 @@ class Worker:
         self._collect(wait(held.in_flight, timeout=pause).done, held)
         return bool(held.in_flight) and self.remaining() >= self.margin and not drain.stopping()
 
-    def _emit_pass_metrics(self, submitted: int) -> None:
-        if submitted:
-            metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
-        self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
-        counts, self._counts = self._counts, Counter()
-        for name, count in sorted(counts.items()):  # summed by CloudWatch as one value per run would be
-            metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
-        lateness_by_kind, self._lateness_by_kind = self._lateness_by_kind, defaultdict(list)
-        emit_by_dimensions(constants.METRIC_LATENESS, MetricUnit.Milliseconds, lateness_by_kind)
-
     def _collect(self, done: set[Future[Done]], held: Held) -> None:
         """Count the finished occurrences; note in `held.left` each entry left unfinished. The pass
         forgets each one collected: its memory stays bounded by the pool, not the burst."""
@@ -303,23 +297,7 @@ class Worker:
             if not outcome.result.ended:
                 _stop_at(held.left, entry)
             self.report.results[outcome.result] += 1
-            if outcome.result.ran:
-                self._counts[constants.METRIC_RUNS] += 1
-            if outcome.result in (RunResult.FAILED, RunResult.RETRYING):
-                self._counts[constants.METRIC_FAILURES] += 1
-            elif outcome.result is RunResult.SKIPPED:
-                self._counts[constants.METRIC_SKIPS] += 1
-            elif outcome.result in (RunResult.STALE, RunResult.ERROR):
-                self._counts[f"{outcome.result}_entries"] += 1
-            if outcome.lateness_ms is not None:
-                # Printed at the pass's end: dimensionless (the alarms') and per action and schedule kind.
-                by = (("action", outcome.action or "unknown"), ("kind", outcome.kind or "unknown"))
-                self._lateness_by_kind[()].append(outcome.lateness_ms)
-                self._lateness_by_kind[by].append(outcome.lateness_ms)
-                if outcome.lateness_ms > constants.LATE_RUN_THRESHOLD_SECONDS * 1000:
-                    self._counts[constants.METRIC_LATE_RUNS] += 1
-                if outcome.started is not None:  # written by the pass's end (`flush_lateness`)
-                    self.store.note_lateness(outcome.started, outcome.lateness_ms)
+            self.pass_metrics.count(outcome)
 
     def _sleep(self, seconds: float) -> RunReport | None:
         """Sleep, then go on (None), or end the invocation when its process is stopping (the local
@@ -349,6 +327,19 @@ class Worker:
             self.report.results["helpers"] = self.sharing.helpers_started
         logger.info("worker run finished", extra={"report": self.report.to_dict(), "reason": reason})
         return self.report
+
+
+def _block(blocked: dict[int, datetime | None], entry: QueueEntry, now: datetime, until: datetime) -> None:
+    """Note in `blocked` a skipped entry: held by another invocation, it bounds when its shard can
+    next give this one anything (its lease's end, or the window's end `until`); skipped for any
+    other reason, its shard is not bounded."""
+    if entry.shard in blocked and blocked[entry.shard] is None:
+        return
+    if entry.lease_until is None or not entry.leased_at(now):
+        blocked[entry.shard] = None
+        return
+    bound = min(entry.lease_until, until)
+    blocked[entry.shard] = min(blocked.get(entry.shard) or bound, bound)
 
 
 def _stop_at(left: dict[int, str], entry: QueueEntry) -> None:

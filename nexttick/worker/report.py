@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -46,10 +47,14 @@ class RunReport:
 class Held:
     """What a pass holds: its occurrences in flight, and per shard the last entry it took and the
     first no later read may start past (one it did not take, or took and left unfinished:
-    abandoned, deferred, another invocation's)."""
+    abandoned, deferred, another invocation's). `blocked`: per shard where its last read found
+    entries leased by others, the earliest instant one of them can be claimed (a lease's end) or
+    the read's window ends, whichever is sooner (None: it also skipped an entry for another
+    reason, such as a shard left to another invocation)."""
 
     in_flight: dict[Future[Done], QueueEntry] = field(default_factory=dict)
     taken: dict[int, str] = field(default_factory=dict)
     left: dict[int, str] = field(default_factory=dict)
+    blocked: dict[int, datetime | None] = field(default_factory=dict)
     submitted: int = 0
     full: bool = False  # a pool's worth or more, or stopped early: more may be due at once

@@ -26,8 +26,9 @@ from typing import Any, cast
 from nexttick.config import Precision
 from nexttick.rulearm import UNSEEN, Outcome
 from nexttick.rulehead import DueShards, head_later, key_after
-from nexttick.rulesync import RearmResult, RuleSync, WaitClaim, WaitIntent
+from nexttick.rulesync import RearmResult, RuleSync
 from nexttick.ruletiming import Timing
+from nexttick.rulewait import WaitClaim, WaitIntent
 from nexttick.runtime import Runtime
 from nexttick.store.records import RuleState, ShardFront, WaiterClaim
 from nexttick.worker.loop import Worker

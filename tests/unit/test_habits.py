@@ -1,5 +1,6 @@
 """The habits CONTRIBUTING.md describes are wired up: the pre-commit hooks are valid and run the
-tools `make lint` runs, and the complexity gate is on."""
+tools `make lint` runs, the complexity gate is on, and no module of the project code passes 350
+lines."""
 
 from __future__ import annotations
 
@@ -34,3 +35,19 @@ def test_the_complexity_gate_is_on_for_the_project_code() -> None:
     lint = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
     assert "C90" in lint["select"] and 0 < lint["mccabe"]["max-complexity"] <= 15
     assert "C901" not in lint.get("ignore", [])
+
+
+MAX_MODULE_LINES = 350
+PROJECT_PACKAGES = ("nexttick", "editor", "lambdas", "local", "infra")
+
+
+def test_no_module_of_the_project_code_passes_the_size_limit() -> None:
+    # Given every module of the deployed packages, the local stack and the infrastructure
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for package in PROJECT_PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+    }
+    # Then each is short enough to read as one concern (a longer one is split by concern)
+    assert len(sizes) > 50
+    assert {path: n for path, n in sizes.items() if n > MAX_MODULE_LINES} == {}

@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "nexttick.actions": 1,
     "nexttick.rulearm": 2,
     "nexttick.rulehead": 2,
+    "nexttick.rulewait": 2,
     "nexttick.rulesync": 2,
     "nexttick.runtime": 2,
     "editor": 3,
