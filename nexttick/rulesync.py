@@ -54,8 +54,9 @@ class RearmResult:
     outcome: Outcome
     head: datetime | None
     armed_minute: datetime | None
-    # The record as this re-arm's last write returned it, when nothing of ours came after that
-    # write: `claim_wait` starts from it instead of a read.
+    # The record as this re-arm's last write returned it, or as it read it when it then wrote
+    # nothing but raised heads (a record `claim_wait` may decide on): `claim_wait` starts from it
+    # instead of a read.
     record: RuleState | None = None
 
 
@@ -185,9 +186,12 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
                 past = None  # the second read lowered a head: decide again, reading from the cursors
                 continue
             if keep:
-                self._repair_rule(state, verify=not backstop)
+                repaired = self._repair_rule(state, verify=not backstop)
                 return RearmResult(
-                    Outcome.DUE_SOON if due_soon else Outcome.UNCHANGED, head, state.armed_minute
+                    Outcome.DUE_SOON if due_soon else Outcome.UNCHANGED,
+                    head,
+                    state.armed_minute,
+                    None if repaired else state,
                 )
             confirmed = self.publish(written)
             if not self._landed_in_time(target):
@@ -274,15 +278,18 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
         self.publish(RuleState(state.armed_minute, version))
         return self.rearm()
 
-    def _repair_rule(self, state: RuleState, *, verify: bool) -> None:
+    def _repair_rule(self, state: RuleState, *, verify: bool) -> bool:
         """The record already says what we want. Publish it if no PutRule of it was ever confirmed
         (a writer died between CAS and PutRule); with `verify`, also if the rule itself drifted
-        (DescribeRule: a deploy reset it, a late PutRule of an older value)."""
+        (DescribeRule: a deploy reset it, a late PutRule of an older value). Returns whether it
+        published (then the record moved on from `state`)."""
         if not state.published:
             self.publish()
-            return
+            return True
         if not verify:
-            return
+            return False
         if self.rule.current() != state.armed_minute:
             logger.warning("rule drifted from its record; re-publishing")
             self.publish()
+            return True
+        return False

@@ -11,6 +11,7 @@ import pytest
 import time_machine
 
 from editor import Editor
+from local.meter import DynamoMeter
 from nexttick.actions import build_registry
 from nexttick.clock import Clock
 from nexttick.config import NextTickSettings
@@ -149,6 +150,29 @@ def test_a_worker_stops_instead_of_sleeping_when_another_waits_for_an_earlier_ti
     assert report.outcome == "covered"
     assert report.waited_seconds == 0
     assert runtime.store.read_rule_state().waiter_owner == "sleeper"
+
+
+def test_a_worker_that_finds_the_backstop_armed_decides_on_the_claim_without_a_second_read(
+    editor: Editor, runtime: RecordedRuntime, frozen_now: time_machine.Traveller
+) -> None:
+    # Given a due-soon task whose backstop a worker already armed, and an invocation asleep for it
+    now = runtime.clock.now()
+    editor.schedule_in("log", 45, {})
+    runtime.rule_sync.rearm()
+    armed = runtime.store.read_rule_state()
+    assert armed.armed_minute is not None and armed.published
+    assert runtime.store.claim_waiter(
+        now + 45 * S, "sleeper", now + 290 * S, now, expected_version=armed.version
+    )
+    registry = build_registry(runtime.settings.action_definitions(), runtime.settings)
+    meter = DynamoMeter(runtime.store)
+    # When a second worker invocation runs
+    report = Worker(runtime, registry, owner="second", remaining_ms=300_000).run()
+    # Then it leaves the task to the waiter, having read the record once: its re-arm found the
+    # record as it should be (nothing written) and the claim is decided on that read
+    assert report.outcome == "covered"
+    assert meter.calls["GetItem"] == 1
+    assert sum(meter.calls[op] for op in ("PutItem", "UpdateItem", "DeleteItem")) == 0
 
 
 def test_the_waiter_record_never_moves_the_rule(
