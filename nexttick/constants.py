@@ -99,3 +99,7 @@ LATE_RUN_THRESHOLD_SECONDS = 1.0
 
 # The lateness histogram (nexttick/store/lateness.py): pk `L#<YYYY-MM-DDTHH>` (UTC hour), sk `<MM>`.
 LATENESS_PK_PREFIX = "L#"
+# A worker pass writes the lateness it noted once the oldest of it has waited this long (real
+# seconds), and an invocation writes the rest when it ends: a waiter passing twice a second writes
+# a few times a minute, not once per run, and the histogram lags the runs by at most this.
+LATENESS_FLUSH_SECONDS = 10.0

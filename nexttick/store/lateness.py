@@ -1,9 +1,11 @@
 """The lateness histogram: how late the runs started in each UTC minute were, in fixed buckets.
 
 A worker pass adds up the lateness of the occurrences it executed per minute (`LatenessTally`, in
-memory) and, once the pool has drained, writes ONE `UpdateItem` per minute it touched, `ADD`ing its
-bucket counts, `count` and `sum_ms` (`LatenessStore.flush_lateness`). `ADD` is atomic, so invocations
-running at once add up correctly. Cost: one write per minute per pass, not one per run.
+memory). At its end, once what it noted first has waited LATENESS_FLUSH_SECONDS, and always when the
+invocation ends, it writes ONE `UpdateItem` per minute noted, `ADD`ing its bucket counts, `count` and
+`sum_ms` (`LatenessStore.flush_lateness`). `ADD` is atomic, so invocations running at once add up
+correctly. Cost: a write per minute per invocation, and one more each LATENESS_FLUSH_SECONDS a
+waiter goes on passing — not one per run, nor one per pass.
 
 The maximum is not stored: an atomic "raise only" needs a conditional write (a second write when it
 fails). `LatenessHistogram.max_bound` is the upper edge of the highest non-empty bucket instead.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import bisect
 import math
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -111,6 +114,7 @@ class LatenessTally:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._minutes: dict[datetime, tuple[list[int], list[float]]] = {}
+        self._since: float | None = None  # time.monotonic() of the first add since the last drain
 
     def add(self, started: datetime, lateness_ms: float) -> None:
         minute = minute_of(started)
@@ -118,11 +122,18 @@ class LatenessTally:
             counts, total = self._minutes.setdefault(minute, (empty_counts(), [0.0]))
             counts[bucket_of(lateness_ms)] += 1
             total[0] += lateness_ms
+            if self._since is None:
+                self._since = time.monotonic()
+
+    def waited(self, seconds: float) -> bool:
+        """Something was added `seconds` or more ago (real time) and not drained since."""
+        with self._lock:
+            return self._since is not None and time.monotonic() - self._since >= seconds
 
     def drain(self) -> list[tuple[datetime, list[int], float]]:
         """(minute, bucket counts, sum of lateness in ms) of every minute added to, and forget them."""
         with self._lock:
-            minutes, self._minutes = self._minutes, {}
+            minutes, self._minutes, self._since = self._minutes, {}, None
         return [(minute, counts, total[0]) for minute, (counts, total) in sorted(minutes.items())]
 
 
@@ -138,9 +149,12 @@ class LatenessStore(StoreBase):
         """Count a run that started at `started`, `lateness_ms` late (memory only: see flush)."""
         self._lateness_tally.add(started, lateness_ms)
 
-    def flush_lateness(self) -> None:
-        """Write what was noted: one `UpdateItem` per minute. Never raises: a failed write is logged
-        and its counts are dropped (the histogram is best-effort telemetry)."""
+    def flush_lateness(self, once_waited: float = 0.0) -> None:
+        """Write what was noted: one `UpdateItem` per minute — only once the first of it has waited
+        `once_waited` seconds (0: now). Never raises: a failed write is logged and its counts are
+        dropped (the histogram is best-effort telemetry)."""
+        if once_waited > 0 and not self._lateness_tally.waited(once_waited):
+            return
         for minute, counts, sum_ms in self._lateness_tally.drain():
             try:
                 self.add_lateness(minute, counts, sum_ms)

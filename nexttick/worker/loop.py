@@ -322,6 +322,8 @@ class Worker:
         return self._finish("reinvoked", reason)
 
     def _finish(self, outcome: str, reason: str | None = None) -> RunReport:
+        if not drain.stopping():  # a stopping process makes no more requests (`_sleep`)
+            self.pass_metrics.flush()
         self.report.outcome = outcome
         if self.sharing.helpers_started:
             self.report.results["helpers"] = self.sharing.helpers_started

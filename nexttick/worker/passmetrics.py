@@ -1,7 +1,8 @@
 """What a worker pass counts of the occurrences it finished, added to the metrics once at its end:
 one value per count metric and one EMF line of lateness values per dimension set, not a metric
 call per run (each `Metrics.add_metric` formats the metric's values so far), and the lateness
-histogram's writes (one per minute the pass ran in)."""
+histogram's writes (one per minute noted, once the first of it has waited
+LATENESS_FLUSH_SECONDS; the invocation writes the rest when it ends)."""
 
 from __future__ import annotations
 
@@ -41,11 +42,16 @@ class PassMetrics:
             if outcome.started is not None:  # written by `emit` (`flush_lateness`)
                 self.store.note_lateness(outcome.started, outcome.lateness_ms)
 
+    def flush(self) -> None:
+        """When the invocation ends: write the lateness it noted and has not written yet."""
+        self.store.flush_lateness()
+
     def emit(self, submitted: int) -> None:
         """At the pass's end: its batch size, its counts, its lateness values and histogram."""
         if submitted:
             metrics.add_metric(name=constants.METRIC_BATCH_SIZE, unit=MetricUnit.Count, value=submitted)
-        self.store.flush_lateness()  # one histogram write per minute this pass ran in; never raises
+        # One histogram write per minute noted, once the first has waited; never raises.
+        self.store.flush_lateness(constants.LATENESS_FLUSH_SECONDS)
         counts, self._counts = self._counts, Counter()
         for name, count in sorted(counts.items()):  # summed by CloudWatch as one value per run would be
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)

@@ -1,6 +1,7 @@
-"""The lateness histogram against moto: a worker pass writes its runs' lateness per UTC minute in
-buckets (one UpdateItem per minute), concurrent adds sum, a window reads only its minutes, and a
-failing histogram write never fails the occurrence."""
+"""The lateness histogram against moto: a worker writes its runs' lateness per UTC minute in
+buckets (one UpdateItem per minute, when the invocation ends or once what a pass noted first has
+waited LATENESS_FLUSH_SECONDS), concurrent adds sum, a window reads only its minutes, and a failing
+histogram write never fails the occurrence."""
 
 from __future__ import annotations
 
@@ -87,6 +88,47 @@ def test_a_worker_pass_lands_each_runs_lateness_in_its_bucket_and_minute(env: Wo
     assert hour.percentile(20) == 10 and hour.percentile(99) == 60000
     assert hour.late_over(1) == 3 and hour.late_over(10) == 1
     assert hour.max_bound() == 60000
+
+
+def test_a_waiter_running_one_task_per_pass_writes_the_histogram_once_per_minute(env: WorkerEnv) -> None:
+    # Given five tasks due 3 s apart within one minute: a second-mode waiter passes once for each
+    start = datetime(2030, 1, 7, 9, 5, 10, tzinfo=UTC)
+    env.travel_to(start - timedelta(seconds=2))
+    tasks = [env.editor.schedule_at("record", start + timedelta(seconds=3 * i)) for i in range(5)]
+    writes = dynamodb_calls(env, "UpdateItem")
+    # When one invocation runs them all, sleeping between them (in less real time than a flush waits)
+    report = env.run()
+    assert report.results["succeeded"] == 5 and report.passes >= 5
+    assert all(len(RECORDER.calls[t.id]) == 1 for t in tasks)
+    # Then the minute's histogram was written once, when the invocation ended, with all five runs
+    assert [w["Key"]["sk"]["S"] for w in writes if w["Key"]["pk"]["S"].startswith("L#")] == ["05"]
+    assert env.runtime.store.models.lateness.get("L#2030-01-07T09", "05").total == 5
+
+
+def test_a_pass_writes_the_histogram_once_what_it_noted_first_has_waited(
+    env: WorkerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a run noted by a pass, and a flush that waits 10 s (real time) for more to add to it
+    store = env.runtime.store
+    minute = datetime(2030, 1, 7, 9, 5, tzinfo=UTC)
+    clock = [100.0]
+    monkeypatch.setattr("nexttick.store.lateness.time.monotonic", lambda: clock[0])
+    store.note_lateness(minute, 4.0)
+    # When a pass ends 9 s later, Then nothing is written yet
+    clock[0] += 9
+    store.flush_lateness(10.0)
+    assert store.lateness_histogram(minute, minute + timedelta(minutes=1)).total == 0
+    # When another run is noted and a pass ends 10 s after the first, Then both are written
+    store.note_lateness(minute, 30.0)
+    clock[0] += 1
+    store.flush_lateness(10.0)
+    assert store.lateness_histogram(minute, minute + timedelta(minutes=1)).total == 2
+    # And what is noted after that waits its own 10 s, unless the invocation ends (flush at once)
+    store.note_lateness(minute, 5.0)
+    store.flush_lateness(10.0)
+    assert store.lateness_histogram(minute, minute + timedelta(minutes=1)).total == 2
+    store.flush_lateness()
+    assert store.lateness_histogram(minute, minute + timedelta(minutes=1)).total == 3
 
 
 def test_a_pass_without_executed_runs_writes_no_histogram(env: WorkerEnv) -> None:
