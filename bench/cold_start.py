@@ -22,10 +22,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from bench.localstack import REPO
 from infra import names
 from infra.bundling import build_lambda_asset, compile_bytecode, runtime_files, ships_bytecode
 from infra.config import InfraConfig
-from infra.synth import PROJECT_ROOT
 
 RUNS = 5
 HANDLERS = {"worker": names.WORKER_HANDLER, "api": names.API_HANDLER, "keeper": names.KEEPER_HANDLER}
@@ -37,9 +37,9 @@ _TIME_IMPORT = (
 
 def _host_dependencies() -> Path:
     """requirements.txt installed for this machine's Python (once per requirements and Python)."""
-    requirements = PROJECT_ROOT / names.REQUIREMENTS_FILE
+    requirements = REPO / names.REQUIREMENTS_FILE
     key = hashlib.sha256(requirements.read_bytes() + sys.version.encode()).hexdigest()[:16]
-    target = PROJECT_ROOT / names.BUILD_DIR / "bench-deps" / key
+    target = REPO / names.BUILD_DIR / "bench-deps" / key
     if not target.is_dir():
         target.parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no build directory
         work = Path(tempfile.mkdtemp(dir=target.parent))
@@ -55,9 +55,9 @@ def _host_dependencies() -> Path:
 def _replica(dependencies: Path, into: Path, *, bytecode: bool) -> Path:
     """The runtime files beside a copy of the dependencies, compiled or not."""
     shutil.copytree(dependencies, into / "deps")
-    for rel in runtime_files(PROJECT_ROOT):
+    for rel in runtime_files(REPO):
         (into / "code" / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(PROJECT_ROOT / rel, into / "code" / rel)
+        shutil.copy2(REPO / rel, into / "code" / rel)
     if bytecode:
         compile_bytecode(into)
     return into
@@ -83,7 +83,7 @@ def _import_ms(replica: Path, handler: str) -> float:
 
 
 def _asset_size() -> dict[str, Any]:
-    asset = build_lambda_asset(PROJECT_ROOT)
+    asset = build_lambda_asset(REPO)
     files = [p for p in asset.path.rglob("*") if p.is_file()]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:

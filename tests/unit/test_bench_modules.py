@@ -19,3 +19,13 @@ def test_every_bench_module_imports() -> None:
     command = [sys.executable, "-c", script]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_bench_runner_does_not_start_the_cdk() -> None:
+    # The fan-out's sandboxes are spawned interpreters, and each imports the runner again (as
+    # `__mp_main__`): a CDK import there starts a jsii node process per sandbox.
+    script = "import sys, bench.run; assert 'aws_cdk' not in sys.modules and 'jsii' not in sys.modules"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
