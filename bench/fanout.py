@@ -7,7 +7,8 @@ invoke endpoint (local/lambdas.py, the local stack's) whose invocations each run
 `invocations` warm *sandbox* processes (own interpreter, own clients, the real handler), at most
 `invocations` at once — the reserved concurrency. The rule's firing starts the first invocation; it
 finds the burst and starts its helpers with real asynchronous invokes (`max_invocations` =
-invocations). Every run of the action appends `<task id> <time>` to its process's file, so what
+invocations). A wait a worker would hand over goes to the stand-in's SQS, as deployed; the
+message is not delivered. Every run of the action appends `<task id> <time>` to its process's file, so what
 ran, how often and when is counted across processes.
 """
 
@@ -29,9 +30,10 @@ from typing import Any
 
 import requests
 
-from bench.harness import bulk_load
+from bench.harness import HANDOVER_QUEUE, bulk_load
 from bench.latency import LATENCY_MS
 from bench.standin import standin_process
+from bench.standin_table import ACCOUNT
 from local.lambdas import InvokeEndpoint, LambdaContext, LocalFunction
 from local.options import EMULATOR_CREDENTIALS
 from nexttick.config import NextTickSettings
@@ -135,6 +137,9 @@ def _measure(
         "AWS_REGION": settings.region,
         "NEXTTICK_ENDPOINT_URL": url,
         "NEXTTICK_LAMBDA_ENDPOINT_URL": endpoint.url,
+        # As deployed: a wait too long to sleep through (a head another invocation holds, until
+        # its lease ends) is handed to a delayed message, and the invocation ends.
+        "NEXTTICK_HANDOVER_QUEUE_URL": f"{url}/{ACCOUNT}/{HANDOVER_QUEUE}",
         "NEXTTICK_POOL_SIZE": str(pool_size),
         "NEXTTICK_QUEUE_SHARDS": str(SHARDS),
         "NEXTTICK_MAX_INVOCATIONS": str(invocations),
@@ -252,7 +257,8 @@ def run(quick: bool) -> dict[str, Any]:
     projection = _projection(rows, tasks)
     return {
         "tasks": tasks,
-        "backend": "DynamoDB/EventBridge stand-in + latency model (own process); invocations in warm "
+        "backend": "DynamoDB/EventBridge stand-in + latency model (own process; a wait hand-over's SQS "
+        "send answered there); invocations in warm "
         "sandbox processes behind the local Lambda endpoint",
         "latency_model_ms": dict(LATENCY_MS),
         "rows": rows,

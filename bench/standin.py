@@ -12,7 +12,9 @@ models use for every service. So besides DynamoDB (JSON 1.0, `X-Amz-Target:
 DynamoDB_20120810.<Op>`) it answers the three other calls the worker can make: EventBridge
 PutRule / DescribeRule (JSON 1.1, `AWSEvents.<Op>`: the rule's fields are kept per name) and Lambda
 Invoke with InvocationType=Event (REST, answered 202 and counted; the invoked function does not
-run). Each request is processed, then sleeps its operation's modelled latency, then is answered.
+run), and SQS SendMessage (JSON 1.0, `AmazonSQS.SendMessage`: a waiting worker's hand-over, as
+deployed; answered, counted and kept, never delivered; not in the latency model). Each request is
+processed, then sleeps its operation's modelled latency, then is answered.
 
 What it implements, and only that (what nexttick/store/ issues, and table set-up):
   CreateTable, DescribeTable, UpdateTimeToLive, GetItem, PutItem, UpdateItem, DeleteItem,
@@ -89,6 +91,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif service == "AWSEvents":
                 content_type = "application/x-amz-json-1.1"
                 status, answer = backend.events(operation, json.loads(body or b"{}"))
+            elif service == "AmazonSQS":
+                status, answer = backend.sqs(operation, json.loads(body or b"{}"))
             elif (match := _LAMBDA_INVOKE.match(self.path)) is not None:
                 operation, content_type = "Invoke", "application/json"
                 invocation_type = self.headers.get("X-Amz-Invocation-Type") or "RequestResponse"

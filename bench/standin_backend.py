@@ -1,11 +1,14 @@
 """The bench's DynamoDB stand-in (bench/standin.py): one handler per operation it answers, over
-its tables (bench/standin_table.py) and the rules and invokes of EventBridge and Lambda."""
+its tables (bench/standin_table.py), the rules and invokes of EventBridge and Lambda and the SQS
+sends of a wait hand-over."""
 
 from __future__ import annotations
 
 import bisect
 import copy
+import hashlib
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable
 
@@ -43,6 +46,7 @@ class DynamoBackend:
         self.tables: dict[str, Table] = {}
         self.rules: dict[str, Json] = {}
         self.invocations: list[tuple[str, bytes]] = []
+        self.messages: list[Json] = []  # SendMessage requests, kept (nothing receives them)
         self.requests: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.dynamodb_operations: dict[str, Callable[[Json], Json]] = {
@@ -278,3 +282,19 @@ class DynamoBackend:
                 return 400, {"__type": "InvalidParameterValueException", "message": message}
             self.invocations.append((function, payload))
             return 202, {}
+
+    def sqs(self, operation: str, request: Json) -> tuple[int, Json]:
+        """SendMessage (a worker's wait hand-over): kept and answered with the body's MD5, which
+        botocore checks; the message is never delivered (the invocation it would start, a minute
+        or more later, finds its head already run)."""
+        with self.lock:
+            self.requests[operation] += 1
+            if operation != "SendMessage":
+                message = f"{operation} is not implemented by the bench's stand-in"
+                return 400, {"__type": "com.amazonaws.sqs#UnsupportedOperation", "message": message}
+            self.messages.append(request)
+            body = str(request.get("MessageBody", ""))
+            return 200, {
+                "MessageId": str(uuid.uuid4()),
+                "MD5OfMessageBody": hashlib.md5(body.encode()).hexdigest(),
+            }

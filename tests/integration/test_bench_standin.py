@@ -398,3 +398,29 @@ def test_each_request_sleeps_its_modelled_latency_and_invokes_are_recorded(aws_c
     assert function == settings.worker_function
     assert json.loads(payload)["reason"] == "continue"
     assert server.backend.requests["Invoke"] == 1
+
+
+def test_a_wait_hand_over_is_sent_to_the_standin_and_kept(aws_credentials: None) -> None:
+    # Given a stand-in as the fan-out bench starts its workers: the hand-over queue on it too
+    server = StandIn(latency={}).start()
+    try:
+        queue_url = f"{server.url}/000000000000/nexttick-handover"
+        settings = NextTickSettings(endpoint_url=server.url, handover_queue_url=queue_url, **SETTINGS)
+        runtime = Runtime.build(settings)
+        assert runtime.handover is not None
+        wake_at = datetime(2030, 1, 1, 12, 0, 30, tzinfo=UTC)
+        # When a waiting worker hands its wait over (botocore checks the answer's MD5 of the body)
+        runtime.handover.send(42, wake_at)
+        # and something asks the stand-in's SQS for more than it answers
+        sqs = make_client("sqs", settings)
+        with pytest.raises(ClientError) as refused:
+            sqs.receive_message(QueueUrl=queue_url)
+    finally:
+        server.stop()
+    # Then the send was answered and kept as sent, and counted
+    [message] = server.backend.messages
+    assert message["QueueUrl"] == queue_url and message["DelaySeconds"] == 42
+    assert json.loads(message["MessageBody"])["at"] == wake_at.isoformat()
+    assert server.backend.requests["SendMessage"] == 1
+    # And the rest of SQS is refused, by name
+    assert "ReceiveMessage" in str(refused.value)
