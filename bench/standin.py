@@ -9,8 +9,8 @@ How it is reached: it is an HTTP server on 127.0.0.1 speaking the wire protocols
 speak, so the worker runs unchanged — its boto3/botocore clients and PynamoDB models go to
 `NextTickSettings.endpoint_url` (`NEXTTICK_ENDPOINT_URL`), which nexttick/aws.py and the store's
 models use for every service. So besides DynamoDB (JSON 1.0, `X-Amz-Target:
-DynamoDB_20120810.<Op>`) it answers the three other calls the worker can make: EventBridge
-PutRule / DescribeRule (JSON 1.1, `AWSEvents.<Op>`: the rule's fields are kept per name) and Lambda
+DynamoDB_20120810.<Op>`) it answers the four other calls the worker can make: EventBridge
+PutRule / DescribeRule (JSON 1.1, `AWSEvents.<Op>`: the rule's fields are kept per name), Lambda
 Invoke with InvocationType=Event (REST, answered 202 and counted; the invoked function does not
 run), and SQS SendMessage (JSON 1.0, `AmazonSQS.SendMessage`: a waiting worker's hand-over, as
 deployed; answered, counted and kept, never delivered; not in the latency model). Each request is
