@@ -8,8 +8,8 @@ invoke endpoint (local/lambdas.py, the local stack's) whose invocations each run
 `invocations` at once — the reserved concurrency. The rule's firing starts the first invocation; it
 finds the burst and starts its helpers with real asynchronous invokes (`max_invocations` =
 invocations). A wait a worker would hand over goes to the stand-in's SQS, as deployed; the
-message is not delivered. Every run of the action appends `<task id> <time>` to its process's file, so what
-ran, how often and when is counted across processes.
+message is not delivered. Every run of the action appends `<task id> <time>` to its process's
+file, so what ran, how often and when is counted across processes.
 """
 
 from __future__ import annotations
@@ -257,9 +257,9 @@ def run(quick: bool) -> dict[str, Any]:
     projection = _projection(rows, tasks)
     return {
         "tasks": tasks,
-        "backend": "DynamoDB/EventBridge stand-in + latency model (own process; a wait hand-over's SQS "
-        "send answered there); invocations in warm "
-        "sandbox processes behind the local Lambda endpoint",
+        "backend": "DynamoDB/EventBridge stand-in + latency model (own process; a wait hand-over's "
+        "SQS send answered there); invocations in warm sandbox processes behind the local Lambda "
+        "endpoint",
         "latency_model_ms": dict(LATENCY_MS),
         "rows": rows,
         "efficiency_at_4": _efficiency(rows, 4),

@@ -27,8 +27,9 @@ import time_machine
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from bench.harness import pending_once
+from bench.harness import HANDOVER_QUEUE, pending_once
 from bench.standin import StandIn
+from bench.standin_table import ACCOUNT
 from local.resources import create_resources
 from nexttick.aws import make_client
 from nexttick.config import NextTickSettings
@@ -404,7 +405,7 @@ def test_a_wait_hand_over_is_sent_to_the_standin_and_kept(aws_credentials: None)
     # Given a stand-in as the fan-out bench starts its workers: the hand-over queue on it too
     server = StandIn(latency={}).start()
     try:
-        queue_url = f"{server.url}/000000000000/nexttick-handover"
+        queue_url = f"{server.url}/{ACCOUNT}/{HANDOVER_QUEUE}"
         settings = NextTickSettings(endpoint_url=server.url, handover_queue_url=queue_url, **SETTINGS)
         runtime = Runtime.build(settings)
         assert runtime.handover is not None
