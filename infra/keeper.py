@@ -98,6 +98,7 @@ class Keeper(Construct):
         )
         fn = self.handler.function
         store.grant_rule_record_access(fn)
+        store.grant_entry_check(fn, QueueItem.token.attr_name)
         store.grant_payload_removal(fn)
         store.grant_stream_read(fn)
         grant_scheduling(fn, self, config)

@@ -71,6 +71,22 @@ class TaskTable(Construct):
             conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [constants.RULE_STATE_PK]}},
         )
 
+    def grant_entry_check(self, grantee: iam.IGrantable, token_attribute: str) -> None:
+        """Get queue items' keys and `token_attribute` only (the keeper: has an entry it would cover
+        already run?); never a task's fields or payload."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["dynamodb:GetItem"],
+            resource_arns=[self.table.table_arn],
+            conditions={
+                "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{constants.QUEUE_PK_PREFIX}*"]},
+                "ForAllValues:StringEquals": {
+                    "dynamodb:Attributes": [constants.PARTITION_KEY, constants.SORT_KEY, token_attribute]
+                },
+                "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+            },
+        )
+
     def grant_payload_removal(self, grantee: iam.IGrantable) -> None:
         """Delete items in task partitions only (the keeper: a removed task's payload item)."""
         iam.Grant.add_to_principal(

@@ -7,8 +7,9 @@ stream records the keeper does what the client may not have done —
 
 * a task whose new image is pending with a queue entry it did not have before (created, rescheduled,
   moved on or queued for a retry by the worker) -> `RuleSync.cover_shard` (head and cursor) for the
-  earliest such entry of each queue shard, then `RuleSync.on_task_due` for the batch's earliest
-  entry time too close to arm and its earliest armable one. Either call covers every later task of
+  earliest such entry of each queue shard that has not run yet, then `RuleSync.on_task_due` for the
+  batch's earliest entry too close to arm that has not run yet (or that a waiter covers) and its
+  earliest armable one. Either call covers every later task of
   the batch: a lower that finds (or makes) the record armed at or before a minute covers all later
   minutes (the store/load argument of docs/architecture.md), and an invoked or already waiting
   worker reads the shard heads after these lowerings and re-arms for them;
@@ -19,7 +20,12 @@ stream records the keeper does what the client may not have done —
 
 Both start from a fresh strongly consistent read (one per batch: each step goes on from the record
 as the step before read or wrote it), never from a task's images, so a record that arrives twice,
-late or out of order is harmless: covering an already covered time costs one read. A batch with
+late or out of order is harmless: covering an already covered time costs one read. Before it lowers
+a head or invokes a worker for an entry, the keeper reads that entry (strongly consistent, its token
+alone): one that already ran needs neither. That is the common case for a task due at once, whose
+editor's worker has often run it before its record reaches the keeper; without the read, each
+such task would cost a second invocation, and a lowering that sends the next worker to read its
+shard again. An entry still there, leased or not, is covered as before. A batch with
 only rule-record changes reads nothing when the rule already holds the minute of the record's last
 image in it: the stream delivers that item's writes in order, so a later one comes in a later batch.
 Queue entries, other removals and other item changes are ignored.
@@ -56,6 +62,7 @@ class KeeperReport:
     scheduled: int = 0  # task changes that set a pending due time
     rule_moves: int = 0  # rule-record changes of armed minute or version
     payloads_dropped: int = 0  # payload items of tasks their TTL removed
+    finished: int = 0  # scheduled entries read before a cover and found already run (or moved)
     outcomes: list[Outcome] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,6 +71,7 @@ class KeeperReport:
             "scheduled": self.scheduled,
             "rule_moves": self.rule_moves,
             "payloads_dropped": self.payloads_dropped,
+            "finished": self.finished,
             "outcomes": [o.value for o in self.outcomes],
         }
 
@@ -106,6 +114,10 @@ class PayloadItems(Protocol):
     def drop_payload(self, task_id: str, ref: str) -> None: ...
 
 
+class EntryReader(Protocol):
+    def holds_entry(self, shard: int, key: str) -> bool: ...
+
+
 class Keeper:
     """Covers a batch of stream records (the keeper Lambda's whole job). `payloads`: where removed
     tasks' payload items are deleted (default: the rule sync's store, the task store)."""
@@ -113,19 +125,19 @@ class Keeper:
     def __init__(self, rule_sync: RuleSync, payloads: PayloadItems | None = None) -> None:
         self.rule_sync = rule_sync
         self.payloads = payloads if payloads is not None else cast(PayloadItems, rule_sync.store)
+        self.entries = cast(EntryReader, rule_sync.store)
 
     def handle(self, records: Iterable[Mapping[str, Any]]) -> KeeperReport:
         report = KeeperReport()
-        earliest: dict[int, tuple[datetime, str]] = {}  # by queue shard: due time, entry key
+        scheduled: set[tuple[datetime, str, int]] = set()  # newly scheduled entries: due, key, shard
         latest_rule: Mapping[str, Any] | None = None  # the batch's last image of the rule record
         for record in records:
             report.records += 1
             latest_rule = new_rule_image(record) or latest_rule
-            scheduled = scheduled_due(record)
-            if scheduled is not None:
-                task_id, due, key = scheduled
-                shard = shard_of(task_id, self.rule_sync.store.shards)
-                earliest[shard] = min((due, key), earliest.get(shard, (due, key)))
+            entry = scheduled_due(record)
+            if entry is not None:
+                task_id, due, key = entry
+                scheduled.add((due, key, shard_of(task_id, self.rule_sync.store.shards)))
                 report.scheduled += 1
             elif moves_rule(record):
                 report.rule_moves += 1
@@ -137,24 +149,66 @@ class Keeper:
             # With nothing to cover, the batch's last image of the record will do for the comparison
             # with the rule; a cover needs a read made after its entry's write.
             seen = (
-                rule_image(latest_rule).armed_minute if latest_rule is not None and not earliest else UNSEEN
+                rule_image(latest_rule).armed_minute if latest_rule is not None and not scheduled else UNSEEN
             )
             outcome, rule = self.rule_sync.confirm(seen)
             report.outcomes.append(outcome)
-        for shard, (due, key) in earliest.items():
-            rule = self.rule_sync.cover_shard(shard, due, rule, key=key)
-        shards = {due: shard for shard, (due, _) in earliest.items()}
-        for due in self._representatives(set(shards)):
+        if not scheduled:
+            return report
+        unfinished = _UnfinishedEntries(self.entries, report)
+        rule = rule or self.rule_sync.store.read_rule_state()
+        for shard in sorted({shard for _, _, shard in scheduled}):
+            mine = sorted((due, key) for due, key, s in scheduled if s == shard)
+            rule = self._cover(shard, mine, rule, unfinished)
+        for due, shard in self._representatives(sorted(scheduled), rule, unfinished):
             # The first decides on the record as covered; a second reads it again (the first may
             # have moved it).
-            report.outcomes.append(self.rule_sync.on_task_due(due, shards[due], rule))
+            report.outcomes.append(self.rule_sync.on_task_due(due, shard, rule))
             rule = None
         return report
 
-    def _representatives(self, dues: set[datetime]) -> list[datetime]:
-        """The earliest due time too close to arm and the earliest armable one (either may be absent)."""
+    def _cover(
+        self, shard: int, entries: list[tuple[datetime, str]], rule: RuleState, unfinished: _UnfinishedEntries
+    ) -> RuleState:
+        """Lower `shard`'s head and cursor for the earliest of its new `entries` (in order) that they do
+        not cover and that has not run yet; covering it covers the later ones. Returns the record as
+        read or written."""
+        for due, key in entries:
+            if self.rule_sync.head_covers(rule, shard, due, key):
+                break
+            if unfinished(shard, key):
+                return self.rule_sync.cover_shard(shard, due, rule, key=key)
+        return rule
+
+    def _representatives(
+        self, scheduled: list[tuple[datetime, str, int]], rule: RuleState, unfinished: _UnfinishedEntries
+    ) -> list[tuple[datetime, int]]:
+        """The earliest entry too close to arm that a waiter covers or that has not run yet, and the
+        earliest armable one (either may be absent), as due time and shard."""
         timing, now = self.rule_sync.timing, self.rule_sync.clock.now()
-        ordered = sorted(dues)
-        close = next((d for d in ordered if not timing.armable(timing.fire_minute(d), now)), None)
-        armable = next((d for d in ordered if timing.armable(timing.fire_minute(d), now)), None)
-        return [d for d in (close, armable) if d is not None]
+        chosen: list[tuple[datetime, int]] = []
+        close = [e for e in scheduled if not timing.armable(timing.fire_minute(e[0]), now)]
+        for due, key, shard in close:
+            if self.rule_sync.waiter_covers(rule, due) or unfinished(shard, key):
+                chosen.append((due, shard))
+                break
+        armable = next((e for e in scheduled if timing.armable(timing.fire_minute(e[0]), now)), None)
+        if armable is not None:
+            chosen.append((armable[0], armable[2]))
+        return chosen
+
+
+class _UnfinishedEntries:
+    """Whether an entry is still in its shard, unfinished: read once per batch and entry, and only
+    for an entry the keeper would otherwise act on."""
+
+    def __init__(self, store: EntryReader, report: KeeperReport) -> None:
+        self._store = store
+        self._report = report
+        self._known: dict[tuple[int, str], bool] = {}
+
+    def __call__(self, shard: int, key: str) -> bool:
+        if (shard, key) not in self._known:
+            held = self._known[shard, key] = self._store.holds_entry(shard, key)
+            self._report.finished += not held
+        return self._known[shard, key]

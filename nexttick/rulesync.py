@@ -131,6 +131,16 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
         below = key if key is not None and cursor is not None and key < cursor else None
         return at, below
 
+    def head_covers(self, state: RuleState, shard: int, due: datetime, key: str) -> bool:
+        """`state`'s head and cursor of `shard` already cover an entry due at `due` under `key`:
+        nothing to lower for it, nor for any later entry of the shard."""
+        return self._shard_lowering(state, shard, due, key) == (None, None)
+
+    def waiter_covers(self, state: RuleState, due: datetime) -> bool:
+        """`state` holds a waiter's claim, confirmed published, that wakes by `due` and lives past
+        it: a task due then too close to arm is that waiter's to run (see `_hand_to_worker`)."""
+        return self._waiter_covers(state, due) and state.published
+
     def _hand_to_worker(self, due: datetime, state: RuleState) -> Outcome:
         """A due time too close to arm goes to a worker directly, unless a waiter's claim covers it.
         The waiter releases its claim when it wakes, before it reads the queue head, and we read the
@@ -140,7 +150,7 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
         record's value (a waiter takes its claim in the CAS that arms the backstop, before the
         PutRule: if it dies in between, we invoke). Only instants are compared (the claim's and our
         due time), never our clock with the waiter's. One waiter, not a herd."""
-        if self._waiter_covers(state, due) and state.published:
+        if self.waiter_covers(state, due):
             return Outcome.COVERED
         self._wake("due too soon to arm")
         return Outcome.INVOKED

@@ -96,11 +96,20 @@ class QueueStore(StoreBase):
         return True
 
     def get_entry(self, shard: int, key: str, *, parked: bool = False) -> QueueEntry | None:
+        item = self._queue_item(keys.queue_pk(shard, parked=parked), key)
+        return None if item is None else queue_entry(item, shard, parked=parked)
+
+    def holds_entry(self, shard: int, key: str) -> bool:
+        """Whether the shard still holds an unfinished entry under `key`: its token alone, read
+        consistently (a home item whose task moved on keeps its key without one)."""
+        item = self._queue_item(keys.queue_pk(shard), key, [self.models.queue.token.attr_name])
+        return item is not None and item.token is not None
+
+    def _queue_item(self, pk: str, key: str, attributes: list[str] | None = None) -> QueueItem | None:
         try:
-            item = self.models.queue.get(keys.queue_pk(shard, parked=parked), key, consistent_read=True)
+            return self.models.queue.get(pk, key, consistent_read=True, attributes_to_get=attributes)
         except self.models.queue.DoesNotExist:
             return None
-        return queue_entry(item, shard, parked=parked)
 
     def claim(self, entry: QueueEntry, now: datetime, lease_until: datetime, owner: str) -> QueueEntry | None:
         """Lease an entry for one worker: succeeds only if it is unchanged and not leased (or its lease
@@ -293,11 +302,7 @@ class QueueStore(StoreBase):
             for shard in (range(self.shards) if shards is None else sorted(shards))
         ]
         firsts = list(self._pool.map(lambda stream: next(stream, None), streams))
-        primed = [
-            itertools.chain([first], stream)
-            for first, stream in zip(firsts, streams, strict=True)
-            if first is not None
-        ]
+        primed = [itertools.chain([f], s) for f, s in zip(firsts, streams, strict=True) if f is not None]
         return heapq.merge(*primed, key=lambda entry: entry.key)
 
     def shard_front(self, shard: int, cursor: str | None = None, now: datetime | None = None) -> ShardFront:

@@ -192,8 +192,9 @@ def test_the_local_stacks_keeper_sees_what_the_deployed_filters_pass(deploy: Syn
 
 
 def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
-    # Given the keeper's role / Then it may read and update the rule record only, read the stream,
-    # set the one rule, invoke the worker, report to its queue, and log — nothing else (tracing is off)
+    # Given the keeper's role / Then it may read and update the rule record only, read queue items'
+    # tokens, read the stream, set the one rule, invoke the worker, report to its queue, and log —
+    # nothing else (tracing is off)
     t = deploy.template
     table_id, _ = only(t, "AWS::DynamoDB::Table")
     queue_id, _ = only(t, "AWS::SQS::Queue", QueueName=FAILURE_QUEUE)
@@ -201,6 +202,7 @@ def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
     assert set(by_actions) == {
         ("logs:CreateLogStream", "logs:PutLogEvents"),
         ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+        ("dynamodb:GetItem",),
         ("dynamodb:DeleteItem",),
         (
             "dynamodb:DescribeStream",
@@ -215,6 +217,13 @@ def test_keeper_role_is_least_privilege(deploy: Synthesized) -> None:
     record = by_actions[("dynamodb:GetItem", "dynamodb:UpdateItem")]
     assert record["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
     assert record["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["RULE"]}}
+    entries = by_actions[("dynamodb:GetItem",)]  # whether an entry already ran: its token, nothing else
+    assert entries["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert entries["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["Q#*"]},
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "sk", "token"]},
+        "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+    }
     payloads = by_actions[("dynamodb:DeleteItem",)]  # a removed task's payload item, in its partition
     assert payloads["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
     assert payloads["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["T#*"]}}

@@ -26,7 +26,9 @@ from nexttick.aws import parse_rule_minute
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK, RULE_STATE_SK
 from nexttick.runtime import Runtime
+from nexttick.worker import RunOutcome
 from tests.support.aws import RecordedRuntime, streams_client
+from tests.support.worker import WorkerEnv
 
 ARMABLE_IN = timedelta(seconds=100)  # frozen at 09:00:30: fires in the 09:01 minute, 30 s away
 CLOSE_IN = timedelta(seconds=20)  # too close to arm: the worker must be invoked
@@ -120,6 +122,14 @@ def dying_after(runtime: RecordedRuntime, calls: int) -> Callable[[], list[str]]
     return lambda: list(made)
 
 
+def _calls_of(runtime: RecordedRuntime) -> list[str]:
+    """The AWS operations `runtime`'s clients make from now on."""
+    calls: list[str] = []
+    for client in (runtime.store.client, runtime.rule.client, runtime.trigger.inner.client):
+        client.meta.events.register("after-call", lambda *, model, **_: calls.append(model.name))
+    return calls
+
+
 def reset_rule(runtime: Runtime) -> None:
     """Nothing armed, no record: each crash point starts from the same world."""
     runtime.store.models.rule(RULE_STATE_PK, RULE_STATE_SK).delete()
@@ -199,9 +209,7 @@ def test_duplicate_and_out_of_order_records_are_harmless_and_cost_reads_only(
     armed, state = rule_minute(runtime), runtime.store.read_rule_state()
     assert armed == runtime.rule_sync.timing.fire_minute(now + ARMABLE_IN)
     # When the same records arrive again, reversed, and then twice in one batch
-    calls: list[str] = []
-    for client in (keeper.store.client, keeper.rule.client):
-        client.meta.events.register("after-call", lambda *, model, **_: calls.append(model.name))
+    calls = _calls_of(keeper)
     keeper_handler.handler({"Records": records[::-1]}, context)
     keeper_handler.handler({"Records": records + records}, context)
     # Then nothing moved and the keeper only read (the rule record, and the rule once per record move)
@@ -269,3 +277,48 @@ def test_a_reschedule_whose_client_died_is_covered(
     run_keeper(stream)
     # Then the rule fires at the new, earlier minute
     assert rule_minute(runtime) == runtime.rule_sync.timing.fire_minute(now + ARMABLE_IN)
+
+
+def run_at_once(env: WorkerEnv, task_id: str) -> None:
+    """Create a task due in a second (its editor invokes the worker), and run the worker then."""
+    now = env.now()
+    env.editor.create(TaskSpec(action="log", due=now + timedelta(seconds=1), id=task_id))
+    env.travel_to(now + timedelta(seconds=1.5))
+    assert env.run(60).results[RunOutcome.SUCCEEDED] == 1
+
+
+def test_a_task_its_editors_worker_already_ran_costs_the_keeper_a_read_and_no_invocation(
+    env: WorkerEnv, runtime: RecordedRuntime, keeper: RecordedRuntime, stream: Stream
+) -> None:
+    # Given a task due at once: its editor invoked the worker, which ran it before the keeper got
+    # the create's record (the common case for a task due now)
+    stream.mark()
+    run_at_once(env, "at-once")
+    assert runtime.trigger.reasons == ["due too soon to arm"]
+    # When the keeper handles the records
+    calls = _calls_of(keeper)
+    report = run_keeper(stream)
+    # Then it read the entry, found it had run, and neither lowered a head nor invoked a worker
+    assert report["finished"] == 1 and "invoked" not in report["outcomes"], report
+    assert keeper.trigger.reasons == []
+    assert "UpdateItem" not in calls and "Invoke" not in calls, calls
+
+
+def test_a_batch_whose_first_close_task_ran_still_invokes_a_worker_for_a_later_one_whose_client_died(
+    env: WorkerEnv, runtime: RecordedRuntime, keeper: RecordedRuntime, stream: Stream
+) -> None:
+    # Given a task due at once, run by the worker its editor invoked
+    stream.mark()
+    run_at_once(env, "ran")
+    # And then a task due 20 s later whose client died right after its task write (no invoke)
+    invoked = list(runtime.trigger.reasons)
+    # (read the id, put the entry, read the record, lower the head the worker raised, put the task)
+    made = dying_after(runtime, 5)
+    with pytest.raises(ClientDied):
+        env.editor.create(TaskSpec(action="log", due=env.now() + CLOSE_IN, id="orphan"))
+    assert made()[-1] == "dynamodb.PutItem" and runtime.trigger.reasons == invoked, made()
+    # When the keeper gets both creates in one batch
+    report = run_keeper(stream)
+    # Then the first one having run does not end its search: the orphan gets a worker
+    assert report["finished"] == 1 and "invoked" in report["outcomes"], report
+    assert keeper.trigger.reasons == ["due too soon to arm"]

@@ -258,6 +258,7 @@ class ModelStore:
     def __init__(self) -> None:
         self.entries: dict[str, datetime] = {}
         self.record = Record()
+        self.ended: set[str] = set()  # entry keys that ran (the keeper's `holds_entry` says so)
 
     @property
     def armed(self) -> datetime | None:
@@ -290,6 +291,9 @@ class ModelStore:
 
     def head(self) -> datetime | None:
         return min(self.entries.values(), default=None)
+
+    def holds_entry(self, shard: int, key: str) -> bool:
+        return key not in self.ended
 
     def shard_fronts(
         self,
@@ -908,7 +912,7 @@ class StoreView:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         """Task and queue operations (put_entry, insert_task, get_task, replace_task, delete_entry,
-        due_keys, claim_entry, complete, keeper_take, keeper_done)."""
+        due_keys, claim_entry, complete, holds_entry, keeper_take, keeper_done)."""
         return lambda *args: self._call(name, *args)
 
 
@@ -1152,9 +1156,11 @@ def cancel_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     """The keeper's contract (nexttick/keeper.py), on the unhandled stream records: `confirm` after a
     rule-record move (from the last move's image when the records schedule nothing);
-    `cover_shard` for each shard's earliest newly scheduled entry; `on_task_due` for the earliest
-    one too close to arm and the earliest armable one. Records are dropped only after it finished
-    (a crash: delivered again)."""
+    `cover_shard` for each shard's earliest newly scheduled entry its head does not cover and that
+    has not run yet; `on_task_due` for the earliest one too close to arm that a waiter covers or that
+    has not run yet, and the earliest armable one. Whether an entry has run is read (once) only
+    where it decides a cover. Records are dropped only after it finished (a crash: delivered
+    again)."""
     rt = _runtime(replay, scenario)
     store: Any = rt.store
     jobs, last_armed = store.keeper_take()
@@ -1164,18 +1170,31 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
         seen = last_armed if not any(job[0] == "due" for job in jobs) else UNSEEN
         _, record = rt.rule_sync.confirm(seen)
     scheduled = sorted(job for job in jobs if job[0] == "due")  # ("due", due, shard, key)
-    dues = [(due, shard) for _, due, shard, _ in scheduled]
-    earliest: dict[int, tuple[datetime, Any]] = {}
-    for _, due, shard, key in scheduled:
-        earliest.setdefault(shard, (due, key))
-    for shard, (due, key) in sorted(earliest.items()):
-        record = rt.rule_sync.cover_shard(shard, due, record, key=key)
-    now = rt.clock.now()
-    close = [d for d in dues if not TIMING.armable(TIMING.fire_minute(d[0]), now)]
-    armable = [d for d in dues if TIMING.armable(TIMING.fire_minute(d[0]), now)]
-    for due, shard in close[:1] + armable[:1]:
-        rt.rule_sync.on_task_due(due, shard, record)
-        record = None
+    if scheduled:
+        held: dict[tuple[int, Any], bool] = {}
+
+        def unfinished(shard: int, key: Any) -> bool:
+            if (shard, key) not in held:
+                held[shard, key] = store.holds_entry(shard, key)
+            return held[shard, key]
+
+        record = record or store.read_rule_state()
+        for shard in sorted({job[2] for job in scheduled}):
+            for _, due, _, key in (job for job in scheduled if job[2] == shard):
+                if rt.rule_sync.head_covers(record, shard, due, key):
+                    break
+                if unfinished(shard, key):
+                    record = rt.rule_sync.cover_shard(shard, due, record, key=key)
+                    break
+        now = rt.clock.now()
+        close = [j for j in scheduled if not TIMING.armable(TIMING.fire_minute(j[1]), now)]
+        armable = [j for j in scheduled if TIMING.armable(TIMING.fire_minute(j[1]), now)]
+        first = next(
+            (j for j in close if rt.rule_sync.waiter_covers(record, j[1]) or unfinished(j[2], j[3])), None
+        )
+        for _, due, shard, _ in ([first] if first else []) + armable[:1]:
+            rt.rule_sync.on_task_due(due, shard, record)
+            record = None
     store.keeper_done(jobs)
 
 
@@ -1354,6 +1373,8 @@ def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -
             return None
         world.entries[key] = replace(entry, lease_until=lease_until)
         return entry.task_id
+    if name == "holds_entry":
+        return args[1] in world.entries
     if name == "run":
         world.runs = tuple(sorted((*world.runs, (args[0], now))))
         return None
@@ -1814,6 +1835,8 @@ def _touches(op: Op | None, *, keeper: bool) -> dict[str, str]:
         return _queue(args[0], "r")
     if name == "due_keys":
         return _queue(args[1], "r")
+    if name == "holds_entry":
+        return _queue([args[0]], "r")
     if name == "put_entry":
         return _queue([shard_of(args[1])], "w")
     if name == "delete_entry":

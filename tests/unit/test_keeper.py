@@ -194,6 +194,21 @@ def test_a_batch_costs_one_call_for_its_earliest_close_due_time_and_one_for_its_
     assert rule.puts == puts and store.reads == reads + 2
 
 
+def test_entries_that_already_ran_are_read_once_and_skipped_for_the_next_one() -> None:
+    # Given a batch of two tasks too close to arm in one shard, the earlier already run (its worker
+    # raised the head past both: the later one's client died before it lowered it)
+    keeper, store, _rule, trigger = _world()
+    ran, orphan = "a", next(t for t in "bcdefgh" if shard_of(t, store.shards) == shard_of("a", store.shards))
+    shard = shard_of(ran, store.shards)
+    assert store.raise_shard_heads(store.read_rule_state(), {shard: NOW + 3600 * S})
+    store.ended.add(queue_sort_key(NOW + 10 * S, ran, "q"))
+    # When the keeper handles it
+    report = keeper.handle([created(ran, NOW + 10 * S), created(orphan, NOW + 20 * S)])
+    # Then it passed over the one that ran, lowered the head for the other and invoked a worker once
+    assert report.finished == 1 and report.outcomes == [Outcome.INVOKED]
+    assert store.read_rule_state().head_of(shard) == NOW + 20 * S and len(trigger.wakes) == 1
+
+
 def test_a_batch_lowers_the_head_of_every_queue_shard_it_wrote_to() -> None:
     # Given a record whose shard heads are both an hour away
     keeper, store, _rule, _trigger = _world()
