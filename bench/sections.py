@@ -136,7 +136,7 @@ def _sparse_billed(billed: dict[str, Any] | None) -> str:
     """The sparse task from create to completion as billed, `second` beside `minute` precision."""
     if not billed:
         return ""
-    modes = [m for m in ("second", "minute") if m in billed]
+    modes = [m for m in ("second", "minute", "at_once") if m in billed]
     rows = [{"per task": column, **{m: billed[m].get(column) for m in modes}} for column in SPARSE_COLUMNS]
     parts = [
         {"precision": m, "part": part, **figures}
@@ -160,7 +160,10 @@ def _sparse_billed(billed: dict[str, Any] | None) -> str:
         "priced in `usd_per_million_lambda` with its invocations; `sqs_requests`: the hand-over's send, "
         "receive and delete (its pollers' idle receives are the deployment's, in the monthly bill). "
         "Tasks fall evenly over the seconds "
-        "of a minute, so the wait averages over where a task falls.\n\n"
+        "of a minute, so the wait averages over where a task falls. `at_once`: `second` mode, each "
+        "task created due that instant (a run now): its editor invokes the worker, and the keeper, "
+        "whose batch usually comes after that worker ran it, reads the entry and invokes no second "
+        "worker.\n\n"
         + table(rows, ["per task", *modes])
         + "\nBy who spent it (per task):\n\n"
         + table(parts, ["precision", "part", "rru", "wru", "putrule", "requests"])

@@ -7,7 +7,8 @@ minute).
 Why a row of its own: `lifecycle(n, 1)` starts the worker after its task is due, so it leaves out
 what a sparse task pays for most in `second` mode, the early wake: the rule's firing ahead of the
 task, the invocations alive while it waits, its wait claim and release, the backstop it arms, the
-hand-over's message.
+hand-over's message. A third row has each task due the instant it is created ("run now"): no rule
+and no wait, but the editor's direct invoke and the keeper's check that the task has run.
 
 What runs: bench/timeline.py's window (moto in-process, the real handlers, time from
 time-machine): the deployment's sync, then each task created through the API handler 10 minutes
@@ -39,6 +40,7 @@ TASK_SPACING = timedelta(minutes=15)  # the queue is empty again well before the
 # Requests that are not DynamoDB's (not in the units, priced elsewhere or free).
 NOT_DYNAMODB = frozenset({"PutRule", "DescribeRule", "Invoke", "SendMessage"})
 PARTS = {API: "create", WORKER: "worker", KEEPER: "keeper"}
+AT_ONCE = "at_once"  # the row of tasks due the instant they are created (`second` precision)
 
 
 def isolated_tasks(precision: Precision, tasks: int, action: str = "silent") -> Plan:
@@ -52,6 +54,14 @@ def isolated_tasks(precision: Precision, tasks: int, action: str = "silent") -> 
         for i in range(tasks)
     )
     return Plan(precision, START, creates, periods=True, action=action)
+
+
+def tasks_due_at_once(tasks: int) -> Plan:
+    """`tasks` one-shot tasks in `second` precision, each created alone due the instant it is created
+    (a "run now" through the API): its editor invokes the worker directly, and the keeper gets the
+    create's record as Lambda polls the stream, usually after that worker has run it."""
+    creates = tuple((START + i * TASK_SPACING, START + i * TASK_SPACING) for i in range(tasks))
+    return Plan(Precision.SECOND, START, creates, periods=True, action="silent")
 
 
 def worker_seconds(run: Run, memory_mb: int, tasks_scale: float = 1.0) -> float:
@@ -74,8 +84,8 @@ def request_seconds(run: Run, memory_mb: int) -> float:
     return lambda_seconds(run.span_s + cpu_seconds(run.cpu_s, memory_mb))
 
 
-def sparse(tasks: int, precision: Precision) -> dict[str, Any]:
-    measured = follow(isolated_tasks(precision, tasks))
+def sparse(tasks: int, precision: Precision, plan: Plan | None = None) -> dict[str, Any]:
+    measured = follow(plan or isolated_tasks(precision, tasks))
     assert measured.finished == tasks, f"{measured.finished} of {tasks} tasks ran"
     return _row(tasks, precision, measured)
 
@@ -135,4 +145,5 @@ def _row(tasks: int, precision: Precision, measured: Measured) -> dict[str, Any]
 
 def run(quick: bool) -> dict[str, Any]:
     n = 5 if quick else 20
-    return {precision.value: sparse(n, precision) for precision in (Precision.SECOND, Precision.MINUTE)}
+    rows = {precision.value: sparse(n, precision) for precision in (Precision.SECOND, Precision.MINUTE)}
+    return rows | {AT_ONCE: sparse(n, Precision.SECOND, tasks_due_at_once(n))}
