@@ -1634,8 +1634,14 @@ class Checker:
         due = [spec for when, spec in world.spawns if when <= world.time]
         world.spawns = tuple((when, spec) for when, spec in world.spawns if when > world.time)
         if world.jobs and not any(a.spec.kind == "keeper" for a in actors):
-            due.append(ActorSpec("keeper", "keeper", keeper_program))
+            # A keeper started after one died gets a name of its own, as a retried worker or client
+            # does: the workers it invokes are named after it, and two live actors never share a name.
+            restarts = sum(1 for name in world.dead if name.rstrip("'") == "keeper")
+            due.append(ActorSpec("keeper" + "'" * restarts, "keeper", keeper_program))
+        live = {a.spec.name for a in actors}
         for spec in due:
+            assert spec.name not in live, f"two live actors named {spec.name}"
+            live.add(spec.name)
             primed = self._step(world, ActorState(spec, self._stepper.start(spec)), node, first=True)
             if primed is None:
                 return None

@@ -93,14 +93,15 @@ def test_the_keeper_covers_a_client_that_dies_after_any_step() -> None:
 
 
 def test_the_keeper_invokes_for_a_close_task_whose_client_died_beside_one_that_ran() -> None:
-    # Given a task due in 10 s whose editor invokes the worker, and one due in 20 s whose editor may
-    # die after any step; the keeper reads an entry before it acts for it (one that ran needs nothing)
+    # Given a task due in 10 s whose editor invokes the worker, and one due in 20 s whose editor (or
+    # the keeper) may die after any step; the keeper reads an entry before it acts for it (one that
+    # ran needs nothing)
     scenario = Scenario(
         start=30,
         plans=(Plan("create", 30, "a", 40), Plan("create", 31, "b", 50)),
         horizon=5 * M,
         crashes=1,
-        crashable=("create-b",),
+        crashable=("create-b", "keeper"),
         keeper=True,
     )
     # When every schedule runs, then both tasks run on time
