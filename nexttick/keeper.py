@@ -153,8 +153,16 @@ class Keeper:
             )
             outcome, rule = self.rule_sync.confirm(seen)
             report.outcomes.append(outcome)
-        if not scheduled:
-            return report
+        if scheduled:
+            self.cover(scheduled, rule, report)
+        return report
+
+    def cover(
+        self, scheduled: set[tuple[datetime, str, int]], rule: RuleState | None, report: KeeperReport
+    ) -> None:
+        """Cover a batch's newly scheduled entries (due time, sort key, queue shard), deciding on
+        `rule` (the record as last read or written after the batch's writes; None: read it), and note
+        in `report` what it did."""
         unfinished = _UnfinishedEntries(self.entries, report)
         rule = rule or self.rule_sync.store.read_rule_state()
         for shard in sorted({shard for _, _, shard in scheduled}):
@@ -165,7 +173,6 @@ class Keeper:
             # have moved it).
             report.outcomes.append(self.rule_sync.on_task_due(due, shard, rule))
             rule = None
-        return report
 
     def _cover(
         self, shard: int, entries: list[tuple[datetime, str]], rule: RuleState, unfinished: _UnfinishedEntries

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from nexttick.config import Precision
+from nexttick.keeper import Keeper, KeeperReport
 from nexttick.rulearm import UNSEEN, Outcome
 from nexttick.rulehead import DueShards, head_later, key_after
 from nexttick.rulesync import RearmResult, RuleSync
@@ -1156,11 +1157,11 @@ def cancel_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
 def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
     """The keeper's contract (nexttick/keeper.py), on the unhandled stream records: `confirm` after a
     rule-record move (from the last move's image when the records schedule nothing);
-    `cover_shard` for each shard's earliest newly scheduled entry its head does not cover and that
-    has not run yet; `on_task_due` for the earliest one too close to arm that a waiter covers or that
-    has not run yet, and the earliest armable one. Whether an entry has run is read (once) only
-    where it decides a cover. Records are dropped only after it finished (a crash: delivered
-    again)."""
+    then the real `Keeper.cover` of the newly scheduled entries (`cover_shard` for each shard's
+    earliest entry its head does not cover and that has not run yet; `on_task_due` for the earliest
+    one too close to arm that a waiter covers or that has not run yet, and the earliest armable one;
+    whether an entry has run is read, once, only where it decides a cover). Records are dropped
+    only after it finished (a crash: delivered again)."""
     rt = _runtime(replay, scenario)
     store: Any = rt.store
     jobs, last_armed = store.keeper_take()
@@ -1169,32 +1170,9 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
         # Nothing to cover: the last move's image will do.
         seen = last_armed if not any(job[0] == "due" for job in jobs) else UNSEEN
         _, record = rt.rule_sync.confirm(seen)
-    scheduled = sorted(job for job in jobs if job[0] == "due")  # ("due", due, shard, key)
+    scheduled = {(job[1], job[3], job[2]) for job in jobs if job[0] == "due"}  # ("due", due, shard, key)
     if scheduled:
-        held: dict[tuple[int, Any], bool] = {}
-
-        def unfinished(shard: int, key: Any) -> bool:
-            if (shard, key) not in held:
-                held[shard, key] = store.holds_entry(shard, key)
-            return held[shard, key]
-
-        record = record or store.read_rule_state()
-        for shard in sorted({job[2] for job in scheduled}):
-            for _, due, _, key in (job for job in scheduled if job[2] == shard):
-                if rt.rule_sync.head_covers(record, shard, due, key):
-                    break
-                if unfinished(shard, key):
-                    record = rt.rule_sync.cover_shard(shard, due, record, key=key)
-                    break
-        now = rt.clock.now()
-        close = [j for j in scheduled if not TIMING.armable(TIMING.fire_minute(j[1]), now)]
-        armable = [j for j in scheduled if TIMING.armable(TIMING.fire_minute(j[1]), now)]
-        first = next(
-            (j for j in close if rt.rule_sync.waiter_covers(record, j[1]) or unfinished(j[2], j[3])), None
-        )
-        for _, due, shard, _ in ([first] if first else []) + armable[:1]:
-            rt.rule_sync.on_task_due(due, shard, record)
-            record = None
+        Keeper(rt.rule_sync).cover(scheduled, record, KeeperReport())
     store.keeper_done(jobs)
 
 
