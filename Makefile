@@ -11,10 +11,12 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
+# --no-compile: byte-compiling every installed module (the CDK library, moto, botocore, most never
+# imported) costs a fresh install about a minute of CPU; Python compiles what it imports instead.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
@@ -38,17 +40,19 @@ browser: ## install Chromium for the browser tests (root + apt-get), else say th
 run: $(STAMP) ## start the local stack (moto + API + emulated EventBridge + worker)
 	$(VENV)/bin/nexttick local
 
-# Three workers on two cores: the end-to-end tests spend most of their time waiting for tasks to
-# fall due. The local stack's lateness figures are the bench's (`make bench`, on a quiet machine);
-# the tests here hold it to the second while the rest of the suite loads the machine.
+# Four workers on two cores: the end-to-end tests, which xdist hands out first (their groups are
+# the largest units), spend most of their time waiting for tasks to fall due; with three workers
+# all three waited at once for the suite's first eight minutes and one core stood idle (17 min in
+# all, 14.5 with four). The local stack's lateness figures are the bench's (`make bench`, on a quiet
+# machine); the tests here hold it to the second while the rest of the suite loads the machine.
 test: $(STAMP) browser ## the whole offline suite: unit, integration, infrastructure, e2e
-	$(VENV)/bin/pytest -n 3 --dist loadgroup --durations=25 tests
+	$(VENV)/bin/pytest -n 4 --dist loadgroup --durations=25 tests
 
 # The same suite measured by coverage.py, then the share of the production code each suite runs
 # (tests/support/coverage_by_suite.py). Kept out of make test: tracing slows the suite by up to 80%.
 coverage: $(STAMP) browser ## make test under coverage, then line coverage per suite (unit, integration, ...)
 	rm -f .coverage .coverage.*
-	$(VENV)/bin/pytest -n 3 --dist loadgroup --cov --cov-report= tests; status=$$?; \
+	$(VENV)/bin/pytest -n 4 --dist loadgroup --cov --cov-report= tests; status=$$?; \
 	$(PY) -m tests.support.coverage_by_suite; exit $$status
 
 test-unit: $(STAMP)

@@ -111,7 +111,7 @@ def _daily(precision: Precision, quick: bool) -> Window:
 def _burst(precision: Precision, quick: bool) -> Window:
     """The burst scaled down to `tasks`, created one after another at the API stage's throttle rate,
     the last CREATE_AHEAD before the instant."""
-    tasks = 200 if quick else 1000
+    tasks = 100 if quick else 1000
     rate = InfraConfig().api_throttle_rate
     creates = [START + timedelta(seconds=i / rate) for i in range(tasks)]
     instant = creates[-1] + CREATE_AHEAD
@@ -121,8 +121,8 @@ def _burst(precision: Precision, quick: bool) -> Window:
 LOADS = (
     Load("1/day", MONTH_DAYS, _daily),
     Load("1/minute", MONTH_SECONDS // 60, _steady(1 / 60, {False: 20 * 60, True: 6 * 60})),
-    Load("1/second", MONTH_SECONDS, _steady(1, {False: 180, True: 60})),
-    Load("100/second", 100 * MONTH_SECONDS, _steady(100, {False: 6, True: 2})),
+    Load("1/second", MONTH_SECONDS, _steady(1, {False: 180, True: 30})),
+    Load("100/second", 100 * MONTH_SECONDS, _steady(100, {False: 6, True: 1})),
     Load("daily burst of 100,000", DAILY_BURST * MONTH_DAYS, _burst),
 )
 
