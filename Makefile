@@ -11,12 +11,14 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
-# --no-compile: byte-compiling every installed module (the CDK library, moto, botocore, most never
-# imported) costs a fresh install about a minute of CPU; Python compiles what it imports instead.
+# pip byte-compiles the installed modules one after another (about a minute of CPU: the CDK library,
+# moto, botocore); compileall does it on every core. Compiled they must be: with
+# PYTHONDONTWRITEBYTECODE set, a module left uncompiled is compiled again by every process importing it.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt
+	$(PY) -m compileall -qq -j 0 $(VENV)/lib
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 

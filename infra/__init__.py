@@ -7,6 +7,7 @@ CLI; `local=True` gives the variant moto's CloudFormation can create (see README
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -42,17 +43,27 @@ def synth_template(
         config = config or load_config({}, _ROOT)
         path = _local_cache_path(config)
         if path.is_file():
-            cached: dict[str, Any] = json.loads(path.read_text())
-            return cached
-        if announce is not None:
-            announce("synthesizing the CDK app's template (first start or changed infra; ~15 s) ...")
-        template = _synth(config, local=True)
+            return _read_template(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(template, sort_keys=True))
-        tmp.replace(path)
+        # Stacks started at once on a fresh clone (or changed infra) synthesize it once between
+        # them: the others wait for its file instead of each running jsii.
+        with path.with_suffix(".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if path.is_file():
+                return _read_template(path)
+            if announce is not None:
+                announce("synthesizing the CDK app's template (first start or changed infra; ~15 s) ...")
+            template = _synth(config, local=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(template, sort_keys=True))
+            tmp.replace(path)
         return template
     return _synth(config, local, **kwargs)
+
+
+def _read_template(path: Path) -> dict[str, Any]:
+    template: dict[str, Any] = json.loads(path.read_text())
+    return template
 
 
 def _synth(config: InfraConfig | None, local: bool, **kwargs: Any) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -154,6 +156,30 @@ def test_local_template_is_cached_per_configuration(local_template: dict[str, ob
     assert infra.synth_template(CONFIG, local=True) == local_template
     # ... and another configuration has another cache entry
     assert infra._local_cache_path(CONFIG.model_copy(update={"pool_size": 7})) != path
+
+
+def test_stacks_starting_at_once_synthesize_the_local_template_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given no cached local template, and a synth that takes a while (jsii: ~15 s)
+    import infra
+    from tests.infrastructure.conftest import CONFIG
+
+    synths: list[int] = []
+
+    def slow_synth(config: object, local: bool) -> dict[str, object]:
+        synths.append(1)
+        time.sleep(0.5)
+        return {"Resources": {"n": len(synths)}}
+
+    monkeypatch.setattr(infra, "_synth", slow_synth)
+    monkeypatch.setattr(infra, "_local_cache_path", lambda _config: tmp_path / "template.json")
+    # When three stacks start at once
+    with ThreadPoolExecutor(3) as pool:
+        templates = list(pool.map(lambda _: infra.synth_template(CONFIG, local=True), range(3)))
+    # Then one of them synthesized it; the others waited for its file
+    assert synths == [1]
+    assert templates == [{"Resources": {"n": 1}}] * 3
 
 
 def test_the_deployment_refuses_a_webhook_url_the_worker_would_refuse() -> None:
