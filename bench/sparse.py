@@ -84,10 +84,12 @@ def request_seconds(run: Run, memory_mb: int) -> float:
     return lambda_seconds(run.span_s + cpu_seconds(run.cpu_s, memory_mb))
 
 
-def sparse(tasks: int, precision: Precision, plan: Plan | None = None) -> dict[str, Any]:
-    measured = follow(plan or isolated_tasks(precision, tasks))
+def sparse(plan: Plan) -> dict[str, Any]:
+    """The row of `plan`'s tasks (one create each), followed to their completion."""
+    tasks = len(plan.creates)
+    measured = follow(plan)
     assert measured.finished == tasks, f"{measured.finished} of {tasks} tasks ran"
-    return _row(tasks, precision, measured)
+    return _row(tasks, plan.precision, measured)
 
 
 def _row(tasks: int, precision: Precision, measured: Measured) -> dict[str, Any]:
@@ -145,5 +147,5 @@ def _row(tasks: int, precision: Precision, measured: Measured) -> dict[str, Any]
 
 def run(quick: bool) -> dict[str, Any]:
     n = 5 if quick else 20
-    rows = {precision.value: sparse(n, precision) for precision in (Precision.SECOND, Precision.MINUTE)}
-    return rows | {AT_ONCE: sparse(n, Precision.SECOND, tasks_due_at_once(n))}
+    rows = {p.value: sparse(isolated_tasks(p, n)) for p in (Precision.SECOND, Precision.MINUTE)}
+    return rows | {AT_ONCE: sparse(tasks_due_at_once(n))}

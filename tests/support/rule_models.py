@@ -1170,7 +1170,8 @@ def keeper_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
         # Nothing to cover: the last move's image will do.
         seen = last_armed if not any(job[0] == "due" for job in jobs) else UNSEEN
         _, record = rt.rule_sync.confirm(seen)
-    scheduled = {(job[1], job[3], job[2]) for job in jobs if job[0] == "due"}  # ("due", due, shard, key)
+    # A job ("due", due, shard, key) is the keeper's (due, key, shard).
+    scheduled = {(job[1], job[3], job[2]) for job in jobs if job[0] == "due"}
     if scheduled:
         Keeper(rt.rule_sync).cover(scheduled, record, KeeperReport())
     store.keeper_done(jobs)
