@@ -84,6 +84,7 @@ class EditorChanges(EditorCore):
             if due is None:
                 return self._view(updated) if self.store.replace_task(updated, current.version) else None
             leaving = self.store.entry_of(current)
+            updated = self._mark_left_running(current, updated, now)
             run = occurrence_of(updated, due)
             cover = HeadCover(None if parked else self.runtime.rule_sync)
             if not self.store.swap_occurrence(
@@ -127,7 +128,10 @@ class EditorChanges(EditorCore):
             extra = self.store.extra_of(current)
             if extra is not None:  # a waiting "run now" goes too (else the worker drops it as stale)
                 self.store.discard_entry(extra)
-            may_run = _claimable(current, self.clock.now())  # the clock read after the commit
+            now = self.clock.now()  # read after the commit
+            may_run = _claimable(current, now) or (
+                current.left_running_until is not None and now < current.left_running_until
+            )
             return replace(self._view(updated), occurrence_may_run=may_run)
 
         return self._compare_and_set(task_id, attempt)
@@ -220,8 +224,12 @@ class EditorChanges(EditorCore):
                 return self._view(current)
             if expected_version is not None and current.version != expected_version:
                 raise version_mismatch(current, expected_version)
-            updated, run, parked = change(current, self.clock.now())
-            leaving = self.store.entry_of(current) if pointer is Pointer.SCHEDULE else None
+            now = self.clock.now()
+            updated, run, parked = change(current, now)
+            leaving = None
+            if pointer is Pointer.SCHEDULE:
+                leaving = self.store.entry_of(current)
+                updated = self._mark_left_running(current, updated, now)
             cover = HeadCover(None if parked else self.runtime.rule_sync)
             if not self.store.swap_occurrence(
                 current, updated, run, leaving=leaving, parked=parked, pointer=pointer, after_entry=cover
@@ -232,6 +240,25 @@ class EditorChanges(EditorCore):
             return self._view(updated)
 
         return self._compare_and_set(task_id, attempt)
+
+    def _mark_left_running(self, current: TaskRecord, updated: TaskRecord, now: datetime) -> TaskRecord:
+        """`updated`, marked when the change leaves a schedule occurrence a worker may have claimed
+        before the change commits: that occurrence completes (a change never stops a claimed one),
+        so a cancel after the change must not answer that nothing runs any more.
+
+        The mark is decided from the clock read before the task write, so the claim-ahead window is
+        widened by a lease (the write commits well within one, or the change fails); the occurrence
+        may run until a lease after the commit's latest time (the worker warns when an action's
+        timeout reaches the lease)."""
+        if current.status != TaskStatus.PENDING or current.queue_key is None:
+            return updated  # a paused task's schedule entry is parked: nothing claims it
+        lease = timedelta(seconds=self.settings.lease_seconds)
+        if split_queue_sort_key(current.queue_key)[0] > now + timedelta(seconds=CLAIM_AHEAD_SECONDS) + lease:
+            return updated
+        until = now + 2 * lease
+        if current.left_running_until is not None:
+            until = max(until, current.left_running_until)
+        return replace(updated, left_running_until=until)
 
 
 def _claimable(record: TaskRecord, now: datetime) -> bool:

@@ -66,6 +66,7 @@ class TaskItem(Model):
     extra_key = UnicodeAttribute(null=True)
     extra_token = UnicodeAttribute(null=True)
     catch_up_until = UTCDateTimeAttribute(null=True)
+    left_running_until = UTCDateTimeAttribute(null=True)
     request_hash = UnicodeAttribute(null=True)
     expires_at = TTLAttribute(null=True, attr_name=TTL_ATTRIBUTE)
     run_seq = NumberAttribute(default=0)

@@ -115,6 +115,9 @@ class TaskRecord(TaskFields):
     extra_token: str | None = None
     # Resumed with "each": occurrences up to this one run one by one instead of coalescing.
     catch_up_until: datetime | None = None
+    # A change that left an occurrence a worker may have claimed (a reschedule, pause or skip of a
+    # due one): that occurrence may still be completing until then (the change's time + a lease).
+    left_running_until: datetime | None = None
     request_hash: str | None = None
     expires_at: datetime | None = None
     # Run records written so far: the next one goes to ring slot `run_seq % run_history`.

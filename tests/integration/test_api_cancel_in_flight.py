@@ -165,3 +165,40 @@ def test_a_cancel_after_a_worker_read_the_task_ahead_of_its_instant_is_202(
             break
     else:
         pytest.fail("none of three cancels committed before the instant")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [("PATCH", "", {"delay_seconds": 60}), ("POST", "/pause", None)],
+    ids=["reschedule", "pause"],
+)
+def test_a_cancel_after_a_change_left_an_occurrence_running_is_202(
+    api: LambdaApi, worker: Any, change: tuple[str, str, Any]
+) -> None:
+    # Given a one-shot task whose occurrence is being delivered, changed during the delivery (the
+    # change never stops a claimed occurrence)
+    task = api.post("/tasks", {"action": "block", "delay_seconds": 0}).json()
+    running = threading.Thread(target=worker, daemon=True)
+    running.start()
+    assert STARTED.wait(20)
+    method, suffix, body = change
+    changed = api.request(method, f"/tasks/{task['id']}{suffix}", *([body] if body is not None else []))
+    assert changed.status == 200, changed.body
+    # When it is cancelled while that delivery is still in flight
+    response = api.delete(f"/tasks/{task['id']}")
+    # Then the answer is 202, not 204: the occurrence the change left running may still complete
+    assert response.status == 202, response.body
+    assert response.json()["status"] == "cancelled"
+    RELEASE.set()
+    running.join(30)
+    assert not running.is_alive()
+    assert len(CALLS.calls[task["id"]]) == 1
+
+
+def test_a_cancel_after_rescheduling_a_task_far_from_due_is_still_204(api: LambdaApi) -> None:
+    # Given a task due in five minutes, rescheduled to ten: no worker could claim it meanwhile
+    task = api.post("/tasks", {"action": "block", "delay_seconds": 300}).json()
+    assert api.patch(f"/tasks/{task['id']}", {"delay_seconds": 600}).status == 200
+    # When it is cancelled, Then nothing of it can run any more: 204
+    response = api.delete(f"/tasks/{task['id']}")
+    assert response.status == 204, response.body

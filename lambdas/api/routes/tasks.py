@@ -137,7 +137,8 @@ def update_task(
     operation_id="cancelTask",
     description="204: cancelled before its occurrence could be claimed (a worker claims it at the "
     f"earliest {constants.CLAIM_AHEAD_SECONDS:g} s before it is due); nothing of the task runs any more. "
-    "202: cancelled while an occurrence was claimable (claimed, running, or about to be): that "
+    "202: cancelled while an occurrence was claimable (claimed, running, or about to be), its own or "
+    "one a reschedule, pause or skip left running: that "
     "one occurrence may still complete, and its outcome then shows in `last_run`; nothing after "
     "it runs. Cancelling a cancelled task answers 204 again.",
     responses={
