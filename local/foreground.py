@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from local import endpoints, logs, preflight
+from local.botocore_data import share_botocore_data
 from local.options import LocalOptions
 from local.stack import LocalStack
 
@@ -24,6 +25,7 @@ EMULATOR_CHECK_SECONDS = 2.0
 
 def run(options: LocalOptions) -> int:
     """Start the stack, print where it is, run until Ctrl-C / SIGTERM, then stop cleanly."""
+    share_botocore_data()
     logs.configure(options.log_format)
     # moto names every template resource type it does not emulate (alarms, ...); the stack is fine.
     # Connection-pool warnings come from many threads sharing one client, harmless here.

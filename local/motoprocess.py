@@ -38,6 +38,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from local.botocore_data import share_botocore_data
+
 logger = logging.getLogger("local-stack")
 
 RULE_CHANGED, WRITE_APPLIED = "rule", "write"
@@ -324,6 +326,7 @@ def main(argv: list[str]) -> None:
     port, control_fd, events_fd, parent = (int(a) for a in argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the stack stops us in order
     _die_with(parent)
+    share_botocore_data()
     logging.basicConfig(level=logging.WARNING, format="emulator: %(levelname)s %(name)s: %(message)s")
     for noisy in ("moto", "werkzeug", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.ERROR)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection
 from typing import Any
 
 import boto3
-import botocore.session
 
 from local.options import EMULATOR_CREDENTIALS
 from nexttick.config import NextTickSettings
@@ -16,17 +14,6 @@ from nexttick.runtime import Runtime
 
 # The environment of every test that talks to moto: its credentials and one region.
 FAKE_AWS_ENV = {**EMULATOR_CREDENTIALS, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
-
-
-def share_botocore_data() -> None:
-    """Every botocore session of this process reads botocore's data files through one loader.
-
-    A test builds its runtime, store and resources afresh: three sessions (one of them PynamoDB's),
-    each of which parsed the service models and the endpoint data again: ~0.5 s of a test's setup,
-    a third of the integration suite's time. botocore already hands one loader's cached models to
-    every client of a session; here sessions share it too. Idempotent."""
-    if not hasattr(botocore.session.create_loader, "cache_info"):
-        botocore.session.create_loader = functools.cache(botocore.session.create_loader)
 
 
 def streams_client(region: str = "us-east-1") -> Any:
