@@ -247,9 +247,9 @@ class EditorChanges(EditorCore):
         so a cancel after the change must not answer that nothing runs any more.
 
         The mark is decided from the clock read before the task write, so the claim-ahead window is
-        widened by a lease (the write commits well within one, or the change fails); the occurrence
-        may run until a lease after the commit's latest time (the worker warns when an action's
-        timeout reaches the lease)."""
+        widened by a lease: a task write that commits more than a lease after that read (SDK retries
+        can take longer) is not covered. The occurrence may run until a lease after the latest
+        commit so covered (the worker warns when an action's timeout reaches the lease)."""
         if current.status != TaskStatus.PENDING or current.queue_key is None:
             return updated  # a paused task's schedule entry is parked: nothing claims it
         lease = timedelta(seconds=self.settings.lease_seconds)
