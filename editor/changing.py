@@ -128,10 +128,7 @@ class EditorChanges(EditorCore):
             extra = self.store.extra_of(current)
             if extra is not None:  # a waiting "run now" goes too (else the worker drops it as stale)
                 self.store.discard_entry(extra)
-            now = self.clock.now()  # read after the commit
-            may_run = _claimable(current, now) or (
-                current.left_running_until is not None and now < current.left_running_until
-            )
+            may_run = _may_still_run(current, self.clock.now())  # the clock read after the commit
             return replace(self._view(updated), occurrence_may_run=may_run)
 
         return self._compare_and_set(task_id, attempt)
@@ -253,7 +250,7 @@ class EditorChanges(EditorCore):
         if current.status != TaskStatus.PENDING or current.queue_key is None:
             return updated  # a paused task's schedule entry is parked: nothing claims it
         lease = timedelta(seconds=self.settings.lease_seconds)
-        if split_queue_sort_key(current.queue_key)[0] > now + timedelta(seconds=CLAIM_AHEAD_SECONDS) + lease:
+        if not _claimable_by(current.queue_key, now + lease):
             return updated
         until = now + 2 * lease
         if current.left_running_until is not None:
@@ -261,12 +258,20 @@ class EditorChanges(EditorCore):
         return replace(updated, left_running_until=until)
 
 
-def _claimable(record: TaskRecord, now: datetime) -> bool:
-    """Whether a worker could have claimed an occurrence of `record` by `now`: a worker claims one
-    at the earliest CLAIM_AHEAD_SECONDS before its time (the schedule's, or a waiting "run now")."""
+def _may_still_run(record: TaskRecord, now: datetime) -> bool:
+    """Whether an occurrence of `record` may still run after a cancel that committed by `now`: one
+    a worker could have claimed by then (the schedule's, or a waiting "run now"), or one an earlier
+    change left running (`left_running_until`)."""
+    if record.left_running_until is not None and now < record.left_running_until:
+        return True
     if record.status not in (TaskStatus.PENDING, TaskStatus.PAUSED):
         return False
     # A paused task's schedule entry is parked: only its "run now" can run.
     keys = (record.extra_key, record.queue_key if record.status == TaskStatus.PENDING else None)
-    horizon = now + timedelta(seconds=CLAIM_AHEAD_SECONDS)
-    return any(split_queue_sort_key(key)[0] <= horizon for key in keys if key is not None)
+    return any(_claimable_by(key, now) for key in keys if key is not None)
+
+
+def _claimable_by(queue_key: str, now: datetime) -> bool:
+    """Whether a worker could have claimed the entry under `queue_key` by `now`: a worker claims
+    one at the earliest CLAIM_AHEAD_SECONDS before its time."""
+    return split_queue_sort_key(queue_key)[0] <= now + timedelta(seconds=CLAIM_AHEAD_SECONDS)
