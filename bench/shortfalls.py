@@ -121,7 +121,7 @@ WHY: dict[str, str] = {
         "always queue somewhere, and p99 <= 200 ms needs about 150 a second. Of a request's 1-2 ms "
         "in moto, its application is a fraction (0.4 ms for a GetItem); werkzeug's and Flask's "
         "request handling and the journal's fsyncs are the rest. The server keeps connections "
-        "alive now (local/motoserver.py): werkzeug's closed each one after its answer and first "
+        "alive now (local/keepalive.py): werkzeug's closed each one after its answer and first "
         "waited 10 ms for input left on it, so every AWS call cost a connection, a server thread "
         "and that wait (about 200 new connections a second under this load; now about 55 kept "
         "open, none made per request). Side by side on one day, one run each: API p50 2.43 -> "

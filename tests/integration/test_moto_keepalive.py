@@ -1,4 +1,4 @@
-"""The local stack's moto server keeps HTTP/1.1 connections alive (local/motoserver.py,
+"""The local stack's moto server keeps HTTP/1.1 connections alive (local/keepalive.py,
 `KeptAliveRequestHandler`): requests on one connection, back to back or sent together, each get
 their own answer; a request that asks to close, or has a chunked body, ends its connection; a stop
 ends the connections waiting for their next request."""
