@@ -20,10 +20,14 @@ class KeptAliveRequestHandler(MotoRequestHandler):
     request line), so each AWS call cost a TCP connection, a server thread and a TIME_WAIT socket:
     about 200 new connections a second under the local load. Here a request's body is read whole
     before the application sees it, so the connection is always at the next request line; only a
-    request with a chunked body, one that asks to close, or one served while the server stops, ends
-    its connection."""
+    request with a chunked body, one that asks to close, one refused before it is read, or one
+    served while the server stops, ends its connection."""
 
     server: KeptAliveServer
+    # The request being served had its body read whole here (set per request in `make_environ`, and
+    # cleared when it is answered, so an error answered before the next request's environ is built
+    # closes its connection).
+    _whole_body = False
 
     def setup(self) -> None:
         super().setup()
@@ -42,6 +46,7 @@ class KeptAliveRequestHandler(MotoRequestHandler):
             super().run_wsgi()
         finally:
             self.rfile, self.connection = rfile, connection
+            self._whole_body = False
 
     def make_environ(self) -> dict[str, Any]:
         environ = super().make_environ()
@@ -67,7 +72,7 @@ class KeptAliveRequestHandler(MotoRequestHandler):
 
     def _keeps_alive(self) -> bool:
         return (
-            getattr(self, "_whole_body", False)
+            self._whole_body
             and not self.close_connection  # the request's own `Connection: close`, or HTTP/1.0
             and not self.server.stopping
         )

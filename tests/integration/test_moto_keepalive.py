@@ -1,7 +1,7 @@
 """The local stack's moto server keeps HTTP/1.1 connections alive (local/keepalive.py,
 `KeptAliveRequestHandler`): requests on one connection, back to back or sent together, each get
-their own answer; a request that asks to close, or has a chunked body, ends its connection; a stop
-ends the connections waiting for their next request."""
+their own answer; a request that asks to close, has a chunked body, or is refused before it is read
+ends its connection; a stop ends the connections waiting for their next request."""
 
 from __future__ import annotations
 
@@ -122,4 +122,22 @@ def test_a_stop_ends_the_connections_waiting_for_their_next_request(aws_credenti
         sock.sendall(_request(server, "ListTables", {}))
         assert _answer(reader)[0] == "HTTP/1.1 200 OK"
         server.stop()
+        assert reader.read(1) == b""
+
+
+def test_a_request_refused_before_it_is_read_ends_its_connection(server: MotoServer) -> None:
+    # A header line too long to parse, on a connection a request was answered on: the server answers
+    # 431 without reading the rest, so it must not keep the connection
+    sock, reader = _connect(server)
+    with sock:
+        sock.sendall(_request(server, "GetItem", _get("a")))
+        assert _answer(reader)[0] == "HTTP/1.1 200 OK"
+        sock.sendall(_request(server, "GetItem", _get("a"), headers=f"X-Long: {'x' * 70_000}\r\n"))
+        status = reader.readline().decode()
+        assert status.startswith("HTTP/1.1 431"), status
+        length = 0
+        while (line := reader.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        reader.read(length)
         assert reader.read(1) == b""
