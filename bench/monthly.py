@@ -54,6 +54,9 @@ WARM_UP = timedelta(minutes=5)  # before a steady window: the rule fires, a work
 # rule fires on the minute and a hand-over's delay is whole seconds, so one phase for all would
 # measure one rounding of that delay (up to a second more or less of waiting) for every task.
 PHASES = 10
+# Spread creates step through the second by the golden ratio's fraction: evenly, never in step with
+# the phases.
+SPREAD_STEP = 0.381966
 FUNCTIONS = (API, KEEPER, WORKER)
 ALARM, DASHBOARD = "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard"
 
@@ -77,28 +80,42 @@ class Load:
     window: Callable[[Precision, bool], Window]
 
 
-def _steady(per_second: float, seconds: dict[bool, int]) -> Callable[[Precision, bool], Window]:
-    """A stretch of steady state `seconds` long (quick: `seconds[True]`), tasks due every
+def steady_plan(
+    precision: Precision,
+    per_second: float,
+    length: int,
+    ahead: timedelta = STEADY_AHEAD,
+    spread_creates: bool = False,
+) -> tuple[Plan, int]:
+    """A stretch of steady state `length` s long and its task count: tasks due every
     1/`per_second` s, half a step into each, each at the next of PHASES phases of a second. The
-    tasks due before STEADY_AHEAD into it were created before it (queued); it creates those due
-    STEADY_AHEAD after its own."""
+    tasks due before `ahead` into it were created before it (queued); it creates those due `ahead`
+    after its own due times, or, with `spread_creates`, at offsets spread over the second before
+    them (creates that do not coincide with a due instant, as clients' do not)."""
+    step = timedelta(seconds=1 / per_second)
+    phase = min(step, timedelta(seconds=1)) / PHASES
+    begins = START + WARM_UP
+    count = round(length * per_second)
+    dues = [begins + step / 2 + i * step + (i % PHASES) * phase for i in range(count)]
+    offsets = [timedelta(seconds=(i * SPREAD_STEP) % 1 if spread_creates else 0) for i in range(count)]
+    plan = Plan(
+        precision,
+        START,
+        creates=tuple((due - offset, due + ahead) for due, offset in zip(dues, offsets, strict=True)),
+        queued=tuple(d for d in dues if d < begins + ahead),
+        measured_from=begins,
+        end=begins + timedelta(seconds=length),
+    )
+    return plan, count
+
+
+def _steady(per_second: float, seconds: dict[bool, int]) -> Callable[[Precision, bool], Window]:
+    """A steady load's window (`steady_plan`), `seconds[quick]` long, each task created
+    STEADY_AHEAD before it is due."""
 
     def window(precision: Precision, quick: bool) -> Window:
-        length = seconds[quick]
-        step = timedelta(seconds=1 / per_second)
-        phase = min(step, timedelta(seconds=1)) / PHASES
-        begins = START + WARM_UP
-        count = round(length * per_second)
-        dues = [begins + step / 2 + i * step + (i % PHASES) * phase for i in range(count)]
-        plan = Plan(
-            precision,
-            START,
-            creates=tuple((due, due + STEADY_AHEAD) for due in dues),
-            queued=tuple(d for d in dues if d < begins + STEADY_AHEAD),
-            measured_from=begins,
-            end=begins + timedelta(seconds=length),
-        )
-        return Window(plan, count, length, MONTH_SECONDS, per_second)
+        plan, count = steady_plan(precision, per_second, seconds[quick])
+        return Window(plan, count, seconds[quick], MONTH_SECONDS, per_second)
 
     return window
 
