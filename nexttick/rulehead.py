@@ -6,7 +6,7 @@ from the queue (read, raise to what was read, read again, lower for what the sec
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from nexttick.clock import Clock
@@ -38,6 +38,15 @@ class HeadRead:
     def moves(self) -> bool:
         """The record's heads or cursors move up."""
         return bool(self.raised or self.advanced)
+
+    def applied_to(self, state: RuleState) -> RuleState:
+        """`state` as its raise to this read leaves it: the raised shards' heads and cursors as
+        written (the other shards' as `state` read them)."""
+        return replace(
+            state,
+            heads={**(state.heads or {}), **self.raised} if self.raised else state.heads,
+            cursors={**(state.cursors or {}), **self.advanced} if self.advanced else state.cursors,
+        )
 
 
 class ShardHeads:

@@ -143,8 +143,8 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
 
     def _hand_to_worker(self, due: datetime, state: RuleState) -> Outcome:
         """A due time too close to arm goes to a worker directly, unless a waiter's claim covers it.
-        The waiter releases its claim when it wakes, before it reads the queue head, and we read the
-        claim after our task write: so that head read finds our task. If the waiter died instead,
+        The waiter releases its claim after it wakes, before it reads the queue head, and we read
+        the claim after our task write: so that head read finds our task. If the waiter died instead,
         the rule is armed as its backstop, and the worker that firing starts releases the claim the
         same way — which is why the claim counts only while the rule was confirmed to hold the
         record's value (a waiter takes its claim in the CAS that arms the backstop, before the
@@ -201,7 +201,7 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
                     Outcome.DUE_SOON if due_soon else Outcome.UNCHANGED,
                     head,
                     state.armed_minute,
-                    None if repaired else state,
+                    None if repaired else written,
                 )
             confirmed = self.publish(written)
             if not self._landed_in_time(target):
@@ -223,13 +223,13 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
     ) -> RuleState | None:
         """The re-arm's write: the record's heads and cursors raised to what `found` read and, with
         `arm`, the armed minute moved to `target` (with `claim` taken) — one conditional write for
-        all of it. Returns the record after it (as written; `state` when only heads moved), or None
-        when a condition failed: read the record and decide again."""
+        all of it. Returns the record after it (as written; when only heads moved, `state` with the
+        raise applied), or None when a condition failed: read the record and decide again."""
         if arm:
             return self.store.rearm_record(state, target, found.raised, found.advanced, claim)
         if found.moves and not self.store.raise_shard_heads(state, found.raised, found.advanced):
             return None
-        return state
+        return found.applied_to(state)
 
     def _landed_in_time(self, target: datetime | None) -> bool:
         """Our PutRule for `target` returned while the minute was still armable. A slower one may

@@ -91,9 +91,10 @@ class WaitClaims:
 
     def release_wait(self, at: datetime) -> RuleState | None:
         """Release the wait claim for `at` once its time has come (by our clock, within the skew
-        bound): the waiter after its sleep, or the invocation its wait was handed over to, before its
-        pass reads the shards — as `rearm` would release it, one step sooner. Returns the record as
-        the release wrote it, which serves as the pass's read (None: not released; read it)."""
+        bound), as `rearm` would release it: the waiter that slept for it, after its passes and
+        before its re-arm reads the heads, or the invocation its wait was handed over to, before its
+        first pass reads the shards. Returns the record as the release wrote it, which serves as
+        that read of the record (None: not released; read it)."""
         if not self._woke(at):
             return None
         return self.store.release_waiter(None, at)

@@ -15,8 +15,9 @@ One invocation:
    wait (`claim_wait`; the rule stays armed as its backstop): a long wait is handed to a delayed
    message (nexttick.worker.handover) whose invocation sleeps the last seconds, a short one is
    slept here (Clock.sleep, to the exact instant) when the remaining time allows; otherwise the
-   worker re-invokes itself. After the sleep (here, or in the invocation the wait was handed to)
-   the next pass first releases the claim, and reads the shards from the release's answer;
+   worker re-invokes itself. After a sleep here the claim stands through the passes (editors rely
+   on it rather than invoke) and the re-arm releases it before it reads the heads; in the
+   invocation a wait was handed to, the first pass releases it and reads from the release's answer;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
    action timeout plus a few seconds), so no run is cut off with the rule on a past minute;
 5. a burst is spread over helper invocations, and invocations running at once share the shards
@@ -46,6 +47,7 @@ from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, no_hook
 from nexttick.worker.passmetrics import PassMetrics
 from nexttick.worker.report import Held, PassResult, RunReport
 from nexttick.worker.sharing import ShardSharing
+from nexttick.worker.waking import Waking
 
 # Extra seconds on top of the longest action timeout kept in reserve for completion and re-arm.
 SAFETY_SECONDS = 5.0
@@ -98,9 +100,7 @@ class Worker:
         self.pass_metrics = PassMetrics(self.store)
         self._read: RuleState | None = None  # the record as the last pass read it
         self._blocked: dict[int, datetime] = {}  # the last pass's `Held.blocked`, where bounded
-        # The head of a claimed wait this invocation slept for (its own, or one handed over to it):
-        # the next pass releases the claim first and reads the shards from the release's answer.
-        self._woke_for: datetime | None = None
+        self.waking = Waking(runtime.rule_sync)  # the claim of a wait it woke from
         # Per shard, where the next pass reads from while passes follow one another (a burst): past
         # what the last one took, so a burst's finished home items (which stay in the shard until
         # their TTL) are not read again and again. The re-arm's first read starts there too; it
@@ -119,7 +119,7 @@ class Worker:
                 ended = self._sleep(min(wait_seconds, max(self.remaining() - self.margin, 0.0)))
                 if ended is not None:
                     return ended
-            self._woke_for = wake_at
+            self.waking.handed_over(wake_at)
         pool_size = self.settings.pool_size
         with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="nexttick-run") as pool:
             while True:
@@ -133,7 +133,9 @@ class Worker:
                 if self.remaining() < self.margin:
                     return self._hand_off("little time left")
                 # The re-arm starts from the pass's read of the record (nothing of ours wrote it
-                # since; the shards it wrote to are read again whatever the record says).
+                # since; the shards it wrote to are read again whatever the record says), or from
+                # the release of a claim the passes kept.
+                self._read = self.waking.rearm_read(self._read)
                 rearm = self.runtime.rule_sync.rearm(
                     self.touched, self._read, self._resume, self._wait_intent(found)
                 )
@@ -190,14 +192,8 @@ class Worker:
         else:  # what is left of it now (a send that did not hand over took some of it)
             wait_seconds = max((head - self.wake_ahead - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
         ended = self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))
-        self._woke_for = head
+        self.waking.slept(head, record)
         return ended
-
-    def _release_wait(self) -> RuleState | None:
-        """After the sleep for a claimed wait: its claim released before the pass reads the shards
-        (the release's answer is the pass's read of the record; None: read it)."""
-        at, self._woke_for = self._woke_for, None
-        return None if at is None else self.runtime.rule_sync.release_wait(at)
 
     def remaining(self) -> float:
         return (self.deadline - self.clock.now()).total_seconds()
@@ -214,7 +210,7 @@ class Worker:
             while True:
                 now = self.clock.now()
                 until = now + self.claim_ahead
-                due = self.runtime.rule_sync.due_shards(until, self.sharing.group, self._release_wait())
+                due = self.runtime.rule_sync.due_shards(until, self.sharing.group, self.waking.pass_read())
                 self._read = due.record
                 if not due.shards and not held.submitted:
                     return PassResult.EMPTY

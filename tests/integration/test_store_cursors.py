@@ -9,7 +9,7 @@ import pytest
 
 from nexttick.config import NextTickSettings
 from nexttick.constants import RULE_STATE_PK
-from nexttick.store.keys import cursor_at, shard_of
+from nexttick.store.keys import cursor_at
 from nexttick.store.mapping import queue_item
 from nexttick.store.records import Occurrence
 from tests.support.oplog import OperationLog
@@ -21,14 +21,9 @@ def settings() -> NextTickSettings:
     return NextTickSettings(queue_shards=4, actions_config=ACTIONS, pool_size=4)
 
 
-def _ids_in_shard(env: WorkerEnv, shard: int, n: int) -> list[str]:
-    shards = env.runtime.store.shards
-    return [i for i in (f"task-{k}" for k in range(400)) if shard_of(i, shards) == shard][:n]
-
-
 def test_a_rearm_puts_each_cursor_at_the_first_entry_or_the_read_instant(env: WorkerEnv) -> None:
     store = env.runtime.store
-    late, early = _ids_in_shard(env, 0, 2)
+    late, early = env.ids_in_shard(0, 2)
     # Given one task an hour out and one due a minute ago (never run: no worker woke), in shard 0
     env.editor.schedule_at("record", env.now() + timedelta(hours=1), id=late)
     overdue = env.editor.schedule_at("record", env.now() - timedelta(minutes=1), id=early)
@@ -51,12 +46,12 @@ def test_a_pass_reads_each_shard_from_its_cursor(env: WorkerEnv) -> None:
     store = env.runtime.store
     # Given cursors raised to now by a re-arm over an empty queue
     env.runtime.rule_sync.rearm()
-    (task_id,) = _ids_in_shard(env, 1, 1)
+    (task_id,) = env.ids_in_shard(1, 1)
     # And an entry planted below shard 1's cursor without lowering it (what the cursor protocol
     # exists to prevent), then a task due now in the same shard, written as editors write it
     planted = store._new_entry(task_id, Occurrence(env.now() - timedelta(seconds=5), env.now()), env.now())
     queue_item(store.models.queue, planted).save()
-    due_now = env.editor.schedule_at("record", env.now(), id=_ids_in_shard(env, 1, 2)[1])
+    due_now = env.editor.schedule_at("record", env.now(), id=env.ids_in_shard(1, 2)[1])
     # When the worker runs
     env.run()
     # Then it ran the task and never read the planted entry
@@ -69,7 +64,7 @@ def test_an_editor_writing_below_a_cursor_lowers_it_and_the_task_runs(env: Worke
     # Given cursors raised to now by a re-arm over an empty queue
     env.runtime.rule_sync.rearm()
     env.travel_to(env.now() + timedelta(minutes=5))
-    (task_id,) = _ids_in_shard(env, 2, 1)
+    (task_id,) = env.ids_in_shard(2, 1)
     # When an editor creates a task that was due before the cursor's instant
     task = env.editor.schedule_at("record", env.now() - timedelta(minutes=10), id=task_id)
     # Then the shard's cursor is lowered to its entry, and the worker runs it
@@ -85,7 +80,7 @@ def test_a_rearm_after_a_run_raises_the_heads_and_moves_the_armed_minute_in_one_
     store = env.runtime.store
     log = OperationLog.attach(env.runtime)
     # Given a task in five minutes (the rule is armed for it) and one an hour out, in other shards
-    soon_id, later_id = _ids_in_shard(env, 0, 1)[0], _ids_in_shard(env, 1, 1)[0]
+    soon_id, later_id = env.ids_in_shard(0, 1)[0], env.ids_in_shard(1, 1)[0]
     soon = env.editor.schedule_at("record", env.now() + timedelta(minutes=5), id=soon_id)
     later = env.editor.schedule_at("record", env.now() + timedelta(hours=1), id=later_id)
     # When the worker runs the first

@@ -9,6 +9,7 @@ import random
 import statistics
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from editor import Task
 from lambdas.worker import handler as worker_handler
 from nexttick.config import NextTickSettings, Precision
 from nexttick.timeutil import floor_minute
+from nexttick.worker.waking import Waking
 from tests.support.aws import RecordedRuntime
 from tests.support.worker import ACTIONS, RECORDER, FakeContext, WorkerEnv, make_env, make_moto_atomic
 
@@ -133,6 +135,56 @@ def test_a_waiting_worker_claims_and_reads_ahead_so_that_at_the_instant_only_the
     assert claims and reads and max(claims[0], reads[0]) < task.due, calls
     # ... so that between the instant and the action no DynamoDB call was made
     assert [op for at, op, _ in calls if task.due <= at < call.at] == []
+
+
+UNCLAIMED: dict[str, Any] = {"waiter_at": None, "waiter_until": None, "waiter_owner": None}
+
+
+def created_while_the_waiter_runs(env: WorkerEnv, settings: NextTickSettings) -> tuple[list[str], list[Task]]:
+    """A task the worker waits for in-process (in shard 0), whose action creates a task due 2 s
+    later in each of the four shards; the worker run. Returns the wakes the creates asked for and
+    the tasks they created."""
+    if settings.precision is not Precision.SECOND:
+        pytest.skip("only `second` mode waits for an instant")
+    first = env.editor.schedule_at("record", env.now() + timedelta(seconds=3), id=env.ids_in_shard(0, 1)[0])
+    created: list[Task] = []
+    RECORDER.during[first.id] = lambda _: created.extend(
+        env.editor.schedule_at("record", env.now() + timedelta(seconds=2), id=env.ids_in_shard(shard, 2)[1])
+        for shard in range(4)
+    )
+    wakes = len(env.runtime.trigger.reasons)
+    invoke(env, {"source": "nexttick", "action": "wake", "reason": "due-soon"})
+    return env.runtime.trigger.reasons[wakes:], created
+
+
+def ran_on_time(task: Task) -> bool:
+    calls = RECORDER.calls[task.id]
+    return task.due is not None and len(calls) == 1 and 0 <= (calls[0].at - task.due).total_seconds() < 1.0
+
+
+def test_a_task_created_while_the_waiter_runs_what_it_woke_for_is_left_to_it(
+    env: WorkerEnv, settings: NextTickSettings
+) -> None:
+    # Given a waiter running what it woke for, and tasks created meanwhile, due soon
+    wakes, created = created_while_the_waiter_runs(env, settings)
+    # Then the creates found its claim still held and invoked no worker of their own ...
+    assert wakes == []
+    # ... and its re-arm, after releasing that claim, found them and ran them on time
+    assert len(created) == 4 and all(ran_on_time(task) for task in created)
+
+
+def test_a_waiter_that_kept_its_claim_through_its_re_arm_would_strand_those_tasks(
+    env: WorkerEnv, settings: NextTickSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the defect: the claim the passes kept still stands while the re-arm reads the heads (the
+    # re-arm, not told of it, overwrites it with its next claim), so those reads may predate the
+    # creates that relied on it
+    monkeypatch.setattr(Waking, "rearm_read", lambda self, read: read and replace(read, **UNCLAIMED))
+    wakes, created = created_while_the_waiter_runs(env, settings)
+    # Then no worker is invoked for them, and those outside the shard the waiter ran (its re-arm reads
+    # that one again) wait
+    assert wakes == []
+    assert not all(ran_on_time(task) for task in created)
 
 
 def waited_for_and_one_after(env: WorkerEnv, settings: NextTickSettings, seconds: float) -> tuple[Task, Task]:

@@ -175,6 +175,13 @@ class WorkerEnv:
     def travel_to(self, when: datetime) -> None:
         self.clock.traveller.move_to(when)
 
+    def ids_in_shard(self, shard: int, n: int) -> list[str]:
+        """`n` client task ids whose entries fall in queue shard `shard`."""
+        from nexttick.store.keys import shard_of
+
+        shards = self.runtime.store.shards
+        return [i for i in (f"task-{k}" for k in range(400)) if shard_of(i, shards) == shard][:n]
+
     def entries_of(self, task_id: str) -> list[Any]:
         """Every queue entry of one task (test inspection; reads its whole shard)."""
         from nexttick.store.keys import shard_of
