@@ -43,8 +43,9 @@ WHY: dict[str, str] = {
         "writes and the release exist because the minute that fired cannot fire again; a PutRule "
         "that names the head's backstop minute too (a cron with a list of minutes) would arm the "
         "backstop with the create's own publication, and the early wake would hand over without a "
-        "write and the run without a release: 3 + 0 + 5 = 8, the crash bound kept "
-        "(docs/architecture.md, cost section: a protocol change, model checker first)."
+        "write and the run without a release: 3 + 0 + 5 = 8, the rule still the backstop (firing up "
+        "to about a minute later than today's) (docs/architecture.md, cost section: a protocol "
+        "change, model checker first)."
     ),
     "cost": (
         "DynamoDB is most of it, at 3 write units per task; the rest is the worker's wake-ups in "
