@@ -16,12 +16,13 @@ How:
 * Lambda polls the stream's shard POLLS_PER_SECOND times a second: a poll after a table write reads
   what was written since the last one (moto's DynamoDB Streams API), keeps what the deployed
   trigger's filters pass and hands it to the keeper handler in batches of KEEPER_BATCH_SIZE;
-* the rule fires at the start of its armed minute (EventBridge promises the minute, not the second:
-  the start makes the longest wait), each Invoke the trigger makes starts an invocation, and so does
-  each message a waiting worker hands its wait over with, as the hand-over queue's event source
-  mapping delivers it (bench/handover.py). They run one at a time, in order: one that would start
-  while another runs starts when it ends (`Run.deferred_s`). A worker's context counts its remaining
-  time in simulated time;
+* the rule fires at the start of each minute its cron names that was still ahead when it was put
+  (`rule_firings`: in `second` precision the armed minute and its backstop; EventBridge promises the
+  minute, not the second: the start makes the longest wait), each Invoke the trigger makes starts
+  an invocation, and so does each message a waiting worker hands its wait over with, as the
+  hand-over queue's event source mapping delivers it (bench/handover.py). They run one at a time,
+  in order: one that would start while another runs starts when it ends (`Run.deferred_s`). A
+  worker's context counts its remaining time in simulated time;
 * what each function spent is charged by bench/accounts.py; a function's own CPU is this process's
   less the emulator's and the bench's (a worker invocation's also less the creates and keeper
   batches that ran during it).
@@ -78,7 +79,7 @@ from local.lambdas import LambdaContext
 from local.meter import item_size
 from local.motoserver import EmulatedState
 from nexttick.actions import build_registry
-from nexttick.aws import LambdaWorkerTrigger, SqsWaitHandover, parse_rule_minute
+from nexttick.aws import LambdaWorkerTrigger, SqsWaitHandover, rule_firings
 from nexttick.config import Precision
 from nexttick.observability import metrics
 from nexttick.runtime import Runtime
@@ -215,8 +216,7 @@ class World:
         self._inside = False
         self._creates = sorted(plan.creates)
         self._poll_at: datetime | None = None
-        self._armed: datetime | None = None
-        self._fired: set[datetime] = set()
+        self._firings: list[datetime] = []  # the rule's minutes still to fire, earliest first
         self._starts: list[_Start] = []
         self._seq = 0
         self._measuring = plan.measured_from is None
@@ -238,9 +238,10 @@ class World:
                 self._poll_at = poll
 
     def _rule_put(self, *, params: dict[str, Any], **_: Any) -> None:
-        minute = parse_rule_minute(params["ScheduleExpression"])
+        """The rule's minutes replace the old ones; one already begun never fires (so none fires twice)."""
+        now = datetime.now(UTC)
         with self._schedule:
-            self._armed = minute if isinstance(minute, datetime) and minute > datetime.now(UTC) else None
+            self._firings = [m for m in rule_firings(params["ScheduleExpression"]) if m > now]
 
     def _invoked(self, *, params: dict[str, Any], **_: Any) -> None:
         event = json.loads(params["Payload"])
@@ -303,8 +304,8 @@ class World:
                 candidates.append((self._creates[0][0], 1, self._create))
             if self._poll_at is not None:
                 candidates.append((self._poll_at, 2, self._poll))
-            if self._armed is not None and self._armed not in self._fired:
-                candidates.append((self._armed, 3, self._fire))
+            if self._firings:
+                candidates.append((self._firings[0], 3, self._fire))
             if (poll := self.handover.next_poll()) is not None:
                 candidates.append((poll, 4, self._deliver))
         due = [c for c in candidates if c[0] <= limit]
@@ -326,9 +327,9 @@ class World:
             self._active = self._baseline()
 
     def _fire(self) -> None:
-        assert self._armed is not None
-        self._fired.add(self._armed)
-        self._start(self._armed, "rule", RULE_EVENT)
+        with self._schedule:
+            minute = self._firings.pop(0)
+        self._start(minute, "rule", RULE_EVENT)
 
     def _deliver(self) -> None:
         event = self.handover.poll()

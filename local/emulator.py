@@ -1,11 +1,13 @@
 """An emulated EventBridge for the single scheduled rule.
 
 It reads the rule through the events API (DescribeRule on the moto server), and fires the way AWS
-does: at a random second inside the scheduled minute, then after a delivery delay (0-5 s by
-default) it invokes the target asynchronously. It never fires for a minute whose firing instant had
-already passed when the rule was set (a year-pinned cron in the past never fires), and fires at most
-once per armed minute. Between firings it sleeps until the next one or until the rule changes
-(`notify`, called by the moto server's rule-change middleware) — no spinning loop.
+does: at every minute its cron names (`rule_firings`: in `second` precision the armed minute and its
+backstop, plus whatever other combinations of the listed fields are real dates), each at a random
+second inside the minute, then after a delivery delay (0-5 s by default) it invokes the target
+asynchronously. It never fires for a minute whose firing instant had already passed when the rule
+came to name it (a year-pinned cron in the past never fires) or that a re-put no longer names, and
+fires at most once per minute. Between firings it sleeps until the next one or until the rule
+changes (`notify`, called by the moto server's rule-change middleware) — no spinning loop.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
 
-from nexttick.aws import parse_rule_minute
+from nexttick.aws import rule_firings
 from nexttick.clock import SYSTEM_CLOCK, Clock
 from nexttick.timeutil import floor_minute
 
@@ -52,11 +54,11 @@ class FiringPolicy:
 class _Plan:
     trigger_at: datetime  # the instant inside the minute EventBridge evaluates the rule
     delay: float  # then the target receives the event this much later
-    seen_at: datetime  # when we first saw the rule armed for this minute
+    seen_at: datetime  # when we first saw the rule name this minute
 
 
 class EventBridgeEmulator:
-    """Fires one scheduled rule (a year-pinned cron for one minute, or the epoch) like EventBridge."""
+    """Fires one scheduled rule (a year-pinned cron naming a minute or two, or the epoch) like EventBridge."""
 
     def __init__(
         self,
@@ -76,8 +78,8 @@ class EventBridgeEmulator:
         self.clock = clock
         self.rng = rng or random.Random()
         self.resync_seconds = resync_seconds
-        self.fired: list[datetime] = []  # armed minutes delivered, in order
-        self.missed: list[datetime] = []  # armed minutes that were already past when set
+        self.fired: list[datetime] = []  # firing minutes delivered, in order
+        self.missed: list[datetime] = []  # firing minutes that were already past when set
         self._plans: dict[datetime, _Plan] = {}
         self._done: set[datetime] = set()
         self._changed = threading.Event()
@@ -111,35 +113,44 @@ class EventBridgeEmulator:
 
     # ------------------------------------------------------------------ one decision
     def step(self) -> float:
-        """Read the rule, fire it if its instant has come; return how long to sleep at most."""
+        """Read the rule, fire each of its minutes whose instant has come; return how long to sleep
+        at most."""
         now = self.clock.now()
         described = self.client.describe_rule(Name=self.rule_name)
         self._arn = described.get("Arn")
-        minute = parse_rule_minute(described.get("ScheduleExpression", ""))
+        enabled = described.get("State") == "ENABLED"
+        firings = rule_firings(described.get("ScheduleExpression", "")) if enabled else []
         self._forget(now)
-        if described.get("State") != "ENABLED" or not isinstance(minute, datetime) or minute in self._done:
-            return self.resync_seconds
+        # A minute the rule no longer names is dropped: if named again, it is seen anew.
+        self._plans = {m: p for m, p in self._plans.items() if m in firings}
+        waits = [self._consider(minute, now) for minute in firings if minute not in self._done]
+        return min([self.resync_seconds, *(w for w in waits if w is not None)])
+
+    def _consider(self, minute: datetime, now: datetime) -> float | None:
+        """Fire `minute` if its instant has come: None once it is done (fired or missed), else the
+        seconds until its instant."""
         plan = self._plans.get(minute)
         if plan is None:
             offset, delay = self.policy.draw(self.rng)
             plan = self._plans[minute] = _Plan(minute + timedelta(seconds=offset), delay, now)
         if plan.trigger_at < plan.seen_at:
-            # Set after its firing instant (or restored after the minute): EventBridge never fires it.
+            # Named after its firing instant (or restored after the minute): EventBridge never fires
+            # it; a later minute of the same rule still fires.
             self._done.add(minute)
             self.missed.append(minute)
             logger.info(
                 "eventbridge emulator: rule for %s set too late; it does not fire", minute.isoformat()
             )
-            return self.resync_seconds
+            return None
         if now < plan.trigger_at:
-            return min(self.resync_seconds, (plan.trigger_at - now).total_seconds())
+            return (plan.trigger_at - now).total_seconds()
         self._done.add(minute)
         self.fired.append(minute)
         logger.info(
             "eventbridge emulator: rule fired for %s (delivery in %.1fs)", minute.isoformat(), plan.delay
         )
         self.deliver(self._event(minute), plan.delay)
-        return self.resync_seconds
+        return None
 
     def _event(self, minute: datetime) -> dict[str, Any]:
         """What the rule sends to its target: the target's constant `Input` if it has one, else the

@@ -7,9 +7,10 @@ one) is accepted as it is."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -24,7 +25,7 @@ from nexttick.constants import (
     WORKER_EVENT_SOURCE,
     WORKER_EVENT_WAKE,
 )
-from nexttick.ruletiming import rule_expression
+from nexttick.ruletiming import Timing
 from nexttick.timeutil import format_instant
 
 if TYPE_CHECKING:
@@ -57,7 +58,9 @@ HANDOVER_BOTO_CONFIG = Config(
 # A boto3 session (what a library user holds) or a botocore one (what the runtime makes).
 AwsSession: TypeAlias = "boto3.Session | botocore.session.Session"
 
-_PINNED_CRON = re.compile(r"^cron\((\d+) (\d+) (\d+) (\d+) \? (\d{4})\)$")
+# Six fields, year-pinned; each a value or two (an armed minute's and its backstop's: Timing.firings).
+_VALUES = r"(\d+(?:,\d+)?)"
+_PINNED_CRON = re.compile(rf"^cron\({_VALUES} {_VALUES} {_VALUES} {_VALUES} \? (\d{{4}}(?:,\d{{4}})?)\)$")
 
 
 def make_client(
@@ -95,35 +98,67 @@ def session_credentials(session: AwsSession | None) -> tuple[str, str, str | Non
 
 
 def parse_rule_minute(expression: str) -> datetime | str | None:
-    """The minute a year-pinned cron fires at, None for the epoch, or the raw text if foreign."""
-    match = _PINNED_CRON.match(expression.strip())
-    if not match:
+    """The minute a year-pinned cron is armed for (each field's first value: the one the protocol
+    writes first), None for the epoch, or the raw text if foreign."""
+    fields = _pinned_fields(expression)
+    if fields is None:
         return expression
-    minute, hour, day, month, year = (int(g) for g in match.groups())
+    minute, hour, day, month, year = (values[0] for values in fields)
     if year == 1970:
         return None
-    return datetime(year, month, day, hour, minute, tzinfo=UTC)
+    try:
+        return datetime(year, month, day, hour, minute, tzinfo=UTC)
+    except ValueError:
+        return expression
+
+
+def rule_firings(expression: str) -> list[datetime]:
+    """Every minute at which EventBridge fires a year-pinned cron (any combination of its fields'
+    values that is a real date), earliest first: what an emulator of the rule fires."""
+    fields = _pinned_fields(expression)
+    if fields is None or fields[4] == (1970,):
+        return []
+    minutes = set()
+    for minute, hour, day, month, year in itertools.product(*fields):
+        try:
+            minutes.add(datetime(year, month, day, hour, minute, tzinfo=UTC))
+        except ValueError:
+            continue  # a day the month does not have: EventBridge skips it too
+    return sorted(minutes)
+
+
+def _pinned_fields(expression: str) -> list[tuple[int, ...]] | None:
+    match = _PINNED_CRON.match(expression.strip())
+    if not match:
+        return None
+    return [tuple(int(v) for v in group.split(",")) for group in match.groups()]
 
 
 class EventBridgeRule:
     """The single scheduled rule. PutRule replaces the whole rule, so every field is written."""
 
-    def __init__(self, events_client: Any, rule_name: str) -> None:
+    def __init__(self, events_client: Any, rule_name: str, timing: Timing) -> None:
         self.client = events_client
         self.name = rule_name
+        self.timing = timing
 
     def put(self, minute: datetime | None) -> None:
         when = format_instant(minute) if minute is not None else "nothing pending"
         self.client.put_rule(
             Name=self.name,
-            ScheduleExpression=rule_expression(minute),
+            ScheduleExpression=self.timing.rule_expression(minute),
             State="ENABLED",
             Description=f"{RULE_DESCRIPTION_PREFIX} {when} (managed by nexttick; do not edit)",
         )
 
     def current(self) -> datetime | str | None:
-        described = self.client.describe_rule(Name=self.name)
-        return parse_rule_minute(described.get("ScheduleExpression", ""))
+        """The minute the rule is armed for, or its expression's text when it is not the one this
+        precision writes for that minute (its backstop missing or different: a drift to repair)."""
+        expression = self.client.describe_rule(Name=self.name).get("ScheduleExpression", "")
+        minute = parse_rule_minute(expression)
+        if isinstance(minute, str) or self.timing.rule_expression(minute) == expression.strip():
+            return minute
+        return expression
 
 
 class LambdaWorkerTrigger:
@@ -162,8 +197,14 @@ class SqsWaitHandover:
         self.client = sqs_client
         self.queue_url = queue_url
 
-    def send(self, delay_seconds: int, wake_at: datetime) -> None:
-        body = {"source": WORKER_EVENT_SOURCE, "action": WORKER_EVENT_HANDOVER, "at": wake_at.isoformat()}
+    def send(self, delay_seconds: int, wake_at: datetime, record: Mapping[str, Any] | None = None) -> None:
+        body: dict[str, Any] = {
+            "source": WORKER_EVENT_SOURCE,
+            "action": WORKER_EVENT_HANDOVER,
+            "at": wake_at.isoformat(),
+        }
+        if record is not None:
+            body["record"] = dict(record)
         self.client.send_message(
             QueueUrl=self.queue_url, MessageBody=json.dumps(body), DelaySeconds=delay_seconds
         )

@@ -183,8 +183,9 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
             head = min((h for h in found.heads.values() if h is not None), default=None)
             now = self.clock.now()
             due_soon = head is not None and not self.timing.armable(self.timing.fire_minute(head), now)
-            target, backstop = self._target(state, head, due_soon, now)
-            early_enough = target is not None and backstop and self._fires_by(state.armed_minute, target, now)
+            target, latest = self._target(state, head, due_soon, now)
+            backstop = latest is not None
+            early_enough = latest is not None and self._fires_by(state.armed_minute, latest, now)
             keep = state.armed_minute == target or early_enough
             if due_soon and wait is not None:
                 head = wait.claimable_head(found)  # what it waits for: the target stays the backstop
@@ -260,23 +261,31 @@ class RuleSync(ShardHeads, WaitClaims, RuleArming):
 
     def _target(
         self, state: RuleState, head: datetime | None, due_soon: bool, now: datetime
-    ) -> tuple[datetime | None, bool]:
-        """The minute to arm, and whether it is a backstop: then any armable minute at or before it
-        does as well (one that fires before the sleeper wakes starts a worker that re-arms it)."""
+    ) -> tuple[datetime | None, datetime | None]:
+        """The minute to arm, and, when it is a backstop, the latest firing that does as well: any
+        at or before it (one that fires before the sleeper wakes starts a worker that re-arms it),
+        up to the backstop the rule armed for the head's own minute fires at
+        (`Timing.latest_backstop`), so that a wait decided after that minute fired writes nothing."""
         target: datetime | None = None
-        backstop = False
+        latest: datetime | None = None
         if head is not None:
             if due_soon:
-                target, backstop = self.timing.backstop_minute(head, now), True
+                target = self.timing.backstop_minute(head, now)
+                latest = self.timing.latest_backstop(head, now)
             else:
                 target = self.timing.fire_minute(head)
         if state.waiter_at is not None:
             # A claim whose wake time has not come: editors rely on it, so keep its backstop armed
             # even when its head was cancelled or run elsewhere.
             bound = self.timing.backstop_minute(state.waiter_at, now)
+            claims = self.timing.latest_backstop(state.waiter_at, now)
             if target is None or bound < target:
-                target, backstop = bound, True
-        return target, backstop
+                # A firing after the head's own minute would miss it: it bounds the latest too.
+                latest = claims if target is None else min(claims, latest or target)
+                target = bound
+            elif latest is not None:
+                latest = min(latest, claims)
+        return target, latest
 
     def sync(self) -> RearmResult:
         """Re-derive everything from the table and force the rule to match (deploys, `nexttick sync`)."""

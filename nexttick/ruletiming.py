@@ -44,6 +44,30 @@ class Timing:
     def clock_skew(self) -> timedelta:
         return timedelta(seconds=self.clock_skew_seconds)
 
+    def backstop_of(self, minute: datetime) -> datetime | None:
+        """In `second` mode, the rule armed for `minute` fires again at this later minute: the first
+        that starts at or after every due time armed for `minute` (before `minute` + lead + 60 s).
+        A worker that wakes at `minute` and waits for its head, in-process or through a hand-over,
+        needs no write to keep a backstop: if the wait dies, this firing starts a worker after it.
+        None in `minute` mode (no waits: the armed minute is the tasks' own)."""
+        if self.precision is not Precision.SECOND:
+            return None
+        latest = minute + self.lead + timedelta(minutes=1)
+        start = floor_minute(latest)
+        return start if start == latest else start + timedelta(minutes=1)
+
+    def firings(self, minute: datetime) -> tuple[datetime, ...]:
+        """The minutes at which the rule armed for `minute` fires: the minute and its backstop."""
+        backstop = self.backstop_of(minute)
+        return (minute,) if backstop is None else (minute, backstop)
+
+    def next_firing(self, armed: datetime | None, now: datetime) -> datetime | None:
+        """The first firing of the rule armed for `armed` that is still armable at `now` (a PutRule
+        of it confirmed earlier makes it fire), None when none is."""
+        if armed is None:
+            return None
+        return next((f for f in self.firings(armed) if self.armable(f, now)), None)
+
     def backstop_minute(self, wake: datetime, now: datetime) -> datetime:
         """The earliest minute that starts at or after `wake` and is armable at `now`. Armed while a
         worker sleeps until `wake`, it fires only after that wake, so if the sleeper died a worker
@@ -57,10 +81,35 @@ class Timing:
             minute += one
         return minute
 
+    def latest_backstop(self, wake: datetime, now: datetime) -> datetime:
+        """The latest firing that still backs up a wait until `wake` without a write: the backstop of
+        `wake`'s own fire minute (`backstop_of`), so that the rule armed for a head, once its minute
+        has fired, covers the wait for it as it stands (a dead sleeper's tasks then start up to
+        about a minute later than at `backstop_minute`); never earlier than `backstop_minute`."""
+        earliest = self.backstop_minute(wake, now)
+        own = self.backstop_of(self.fire_minute(wake))
+        return earliest if own is None else max(earliest, own)
 
-def rule_expression(minute: datetime | None) -> str:
-    """EventBridge cron for one UTC minute (six fields with a year); the epoch when nothing is due."""
+    def rule_expression(self, minute: datetime | None) -> str:
+        """The rule's cron for the armed `minute`, naming its backstop too (`firings`)."""
+        return rule_expression(minute, self.backstop_of(minute) if minute is not None else None)
+
+
+def rule_expression(minute: datetime | None, backstop: datetime | None = None) -> str:
+    """EventBridge cron for one UTC minute, or for it and a later `backstop` minute (six fields with
+    a year; each field lists the minute's value first, then the backstop's where it differs:
+    EventBridge fires at every combination of the fields, so a backstop in another hour, day, month
+    or year adds firings that are past or later still — a spurious wake of whatever then reads the
+    record). The epoch when nothing is due."""
     if minute is None:
         return EPOCH_EXPRESSION
     m = minute.astimezone(UTC)
-    return f"cron({m.minute} {m.hour} {m.day} {m.month} ? {m.year})"
+    if backstop is None:
+        return f"cron({m.minute} {m.hour} {m.day} {m.month} ? {m.year})"
+    b = backstop.astimezone(UTC)
+    fields = [
+        str(x) if x == y else f"{x},{y}"
+        for x, y in ((m.minute, b.minute), (m.hour, b.hour), (m.day, b.day), (m.month, b.month))
+    ]
+    year = str(m.year) if m.year == b.year else f"{m.year},{b.year}"
+    return f"cron({' '.join(fields)} ? {year})"

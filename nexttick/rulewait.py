@@ -24,6 +24,7 @@ class WaitClaim(StrEnum):
     CLAIMED = "claimed"  # this invocation is the one waiter: sleep until the head
     COVERED = "covered"  # another live waiter wakes at or before the head: this one can stop
     MOVED = "moved"  # the record is no longer a published backstop for the head: re-arm first
+    FREE = "free"  # no other waiter covers it and the backstop stands; not claimed (`take` False)
 
 
 @dataclass(frozen=True)
@@ -106,16 +107,20 @@ class WaitClaims:
         return waiter_at <= self.clock.now() + self.timing.clock_skew
 
     def _fires_by(self, armed: datetime | None, minute: datetime, now: datetime) -> bool:
-        """The rule armed for `armed` fires at or before `minute` (it is still armable)."""
-        return armed is not None and armed <= minute and self.timing.armable(armed, now)
+        """The rule armed for `armed` still fires at or before `minute`: at `armed` if it is still
+        armable, else at its backstop (`Timing.firings`)."""
+        firing = self.timing.next_firing(armed, now)
+        return firing is not None and firing <= minute
 
     def claim_wait(
-        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None
+        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None, *, take: bool = True
     ) -> WaitClaim:
         """Worker, after `rearm` returned DUE_SOON: become the one invocation that sleeps until `head`.
         Claimed only while the record is a published backstop for `head`, so editors that skip the
         direct invoke for this claim still get a worker if this invocation dies in its sleep.
-        `read`: the record as the re-arm's last write returned it."""
+        `read`: the record as the re-arm's last write returned it. Without `take`, only check: FREE
+        when it would claim (a wait handed over needs no claim: the backstop covers it), CLAIMED
+        when the claim is already its own (taken with the re-arm's CAS)."""
         while True:
             state, read = read or self.store.read_rule_state(), None
             now = self.clock.now()
@@ -127,11 +132,13 @@ class WaitClaims:
                 and state.waiter_at >= claim.stale_before
             ):
                 return WaitClaim.COVERED
-            backstop = self.timing.backstop_minute(head, now)
+            backstop = self.timing.latest_backstop(head, now)
             if not (state.published and self._fires_by(state.armed_minute, backstop, now)):
                 return WaitClaim.MOVED
             if claim.held_in(state):
                 return WaitClaim.CLAIMED  # taken with the re-arm's CAS (`rearm`'s `wait`)
+            if not take:
+                return WaitClaim.FREE
             if self.store.claim_waiter(
                 head, owner, until, claim.stale_before, expected_version=state.version
             ):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 import botocore.session
 
@@ -42,9 +42,13 @@ class WorkerStarter(WorkerTrigger, Protocol):
 
 class WaitHandover(Protocol):
     """Starts a worker invocation `delay_seconds` from now that sleeps until `wake_at` and then runs
-    (a delayed SQS message): what a waiting worker does instead of sleeping through a long wait."""
+    (a delayed SQS message): what a waiting worker does instead of sleeping through a long wait.
+    `record`: the rule record the wait was decided on (`rule_state_message`), for that invocation
+    to start from."""
 
-    def send(self, delay_seconds: int, wake_at: datetime) -> None: ...
+    def send(
+        self, delay_seconds: int, wake_at: datetime, record: Mapping[str, Any] | None = None
+    ) -> None: ...
 
 
 @dataclass
@@ -68,13 +72,14 @@ class Runtime:
         settings = settings or get_settings()
         session = session or botocore.session.Session()  # one session: its loaders are shared by clients
         store = TaskStore.from_settings(settings, credentials=session_credentials(session))
-        rule = EventBridgeRule(make_client("events", settings, session), settings.rule_name)
+        timing = timing_from(settings)
+        rule = EventBridgeRule(make_client("events", settings, session), settings.rule_name, timing)
         trigger = LambdaWorkerTrigger(make_client("lambda", settings, session), settings.worker_function)
         rule_sync = RuleSync(
             store,
             rule,
             trigger,
-            timing_from(settings),
+            timing,
             clock,
             stale_after=timedelta(seconds=settings.stale_after_seconds),
         )

@@ -12,7 +12,14 @@ with collector_paused():
     from nexttick.actions import ActionRegistry, build_registry
     from nexttick.observability import MetricUnit, inject_lambda_context, logger, metrics, tracer
     from nexttick.runtime import Runtime
-    from nexttick.worker import Worker, WorkerEvent, classify_event, handover_wake_at, helper_shards
+    from nexttick.worker import (
+        Worker,
+        WorkerEvent,
+        classify_event,
+        handover_record,
+        handover_wake_at,
+        helper_shards,
+    )
 
 _lock = threading.Lock()
 _deps: tuple[Runtime, ActionRegistry] | None = None
@@ -67,6 +74,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         remaining_ms=context.get_remaining_time_in_millis(),
         shards=helper_shards(event, runtime.store.shards) if helping else None,
         leader=event.get("leader") if helping else None,
+        by_rule=kind is WorkerEvent.SCHEDULED,
     )
-    wake_at = handover_wake_at(event) if kind is WorkerEvent.HANDOVER else None
-    return {"event": kind.value, **worker.run(wake_at).to_dict()}
+    if kind is WorkerEvent.HANDOVER:
+        return {"event": kind.value, **worker.run(handover_wake_at(event), handover_record(event)).to_dict()}
+    return {"event": kind.value, **worker.run().to_dict()}

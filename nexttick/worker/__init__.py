@@ -2,7 +2,13 @@
 completion rules (retries, recurrence advance)."""
 
 from nexttick.worker.completion import Attempt, Plan, RunOutcome, plan_completion, retry_delay
-from nexttick.worker.events import WorkerEvent, classify_event, handover_wake_at, helper_shards
+from nexttick.worker.events import (
+    WorkerEvent,
+    classify_event,
+    handover_record,
+    handover_wake_at,
+    helper_shards,
+)
 from nexttick.worker.loop import RunReport, Worker
 from nexttick.worker.occurrence import RunResult
 
@@ -15,6 +21,7 @@ __all__ = [
     "Worker",
     "WorkerEvent",
     "classify_event",
+    "handover_record",
     "handover_wake_at",
     "helper_shards",
     "plan_completion",

@@ -15,6 +15,7 @@ from nexttick.constants import (
     WORKER_EVENT_SYNC,
     WORKER_EVENT_WAKE,
 )
+from nexttick.store import RuleState, rule_state_of_message
 
 
 class WorkerEvent(StrEnum):
@@ -53,14 +54,32 @@ def helper_shards(event: dict[str, Any], shard_count: int) -> frozenset[int]:
 def handover_wake_at(event: dict[str, Any]) -> datetime | None:
     """The earliest wake time among an SQS event's hand-over messages (None: not such an event).
     A batch holds one message as deployed; a larger one is woken for its earliest."""
+    earliest = _earliest_handover(event)
+    return None if earliest is None else earliest[0]
+
+
+def handover_record(event: dict[str, Any]) -> RuleState | None:
+    """The rule record the earliest hand-over message of `event` carries: the one its sender decided
+    the wait on (None: none, or not one this version reads; the invocation then reads it)."""
+    earliest = _earliest_handover(event)
+    if earliest is None or earliest[1] is None:
+        return None
+    try:
+        return rule_state_of_message(earliest[1])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _earliest_handover(event: dict[str, Any]) -> tuple[datetime, Any] | None:
     records = event.get("Records")
     if not isinstance(records, list):
         return None
-    times = [t for r in records if isinstance(r, dict) and (t := _handover_time(r)) is not None]
-    return min(times, default=None)
+    found = [h for r in records if isinstance(r, dict) and (h := _handover(r)) is not None]
+    return min(found, key=lambda h: h[0], default=None)
 
 
-def _handover_time(record: dict[str, Any]) -> datetime | None:
+def _handover(record: dict[str, Any]) -> tuple[datetime, Any] | None:
+    """A hand-over message's wake time and the record it carries (None if it carries none)."""
     if record.get("eventSource") != "aws:sqs" or not isinstance(record.get("body"), str):
         return None
     try:
@@ -70,4 +89,4 @@ def _handover_time(record: dict[str, Any]) -> datetime | None:
         at = datetime.fromisoformat(body["at"])
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return at if at.tzinfo is not None else None
+    return (at, body.get("record")) if at.tzinfo is not None else None

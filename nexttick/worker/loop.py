@@ -2,22 +2,16 @@
 
 One invocation:
 1. a *pass* reads the entries due by now + CLAIM_AHEAD_SECONDS (a waiting worker wakes
-   WAKE_AHEAD_SECONDS before its head, so that reaches a little past the head) from the shards it
-   works whose recorded head is due, each from its cursor (the rule record's shard heads and
-   cursors; lazy, bounded pages merged in due order), skips live leases, and submits at most
-   `pool_size` occurrences at a time to its pool, where each is claimed, run and completed
-   (nexttick.worker.occurrence);
+   WAKE_AHEAD_SECONDS before its head) from the shards it works whose recorded head is due, each
+   from its cursor (lazy, bounded pages merged in due order), skips live leases, and submits at
+   most `pool_size` occurrences at a time to its pool (nexttick.worker.occurrence);
 2. passes repeat while one fills the pool; then `rule_sync.rearm()` brings the shard heads of the
-   shards it worked up to date and points the rule at the earliest (a pass that ran less than a
-   pool's worth read everything due: the re-arm's read of its shards stands in for another pass,
-   and a head it finds due is passed over at once);
-3. a head too close to arm (`Outcome.DUE_SOON`) is waited for by the one invocation that claims the
-   wait (`claim_wait`; the rule stays armed as its backstop): a long wait is handed to a delayed
-   message (nexttick.worker.handover) whose invocation sleeps the last seconds, a short one is
-   slept here (Clock.sleep, to the exact instant) when the remaining time allows; otherwise the
-   worker re-invokes itself. After a sleep here the claim stands through the passes (editors rely
-   on it rather than invoke) and the re-arm releases it before it reads the heads; in the
-   invocation a wait was handed to, the first pass releases it and reads from the release's answer;
+   shards it worked up to date and points the rule at the earliest (a head it finds due is passed
+   over at once: the re-arm's read stands in for another pass);
+3. a head too close to arm (`Outcome.DUE_SOON`) is waited for by one invocation, the rule armed as
+   its backstop: a long wait goes to a delayed message carrying the record (handover.py); a short
+   one is claimed (`claim_wait`: editors rely on it) and slept here to the exact instant, the claim
+   standing through the passes until the re-arm releases it; else it re-invokes itself;
 4. before claiming anything it checks the remaining time against a safety margin (the longest
    action timeout plus a few seconds), so no run is cut off with the rule on a past minute;
 5. a burst is spread over helper invocations, and invocations running at once share the shards
@@ -41,7 +35,7 @@ from nexttick.rulewait import WaitClaim, WaitIntent
 from nexttick.runtime import Runtime
 from nexttick.store import QueueEntry, RuleState
 from nexttick.worker import drain
-from nexttick.worker.handover import hand_over
+from nexttick.worker.handover import hand_over, message_record, wait_plan
 from nexttick.worker.lease import LeaseKeeper
 from nexttick.worker.occurrence import Done, Hook, OccurrenceRunner, no_hook
 from nexttick.worker.passmetrics import PassMetrics
@@ -76,8 +70,10 @@ class Worker:
         rng: random.Random | None = None,
         shards: Collection[int] | None = None,
         leader: str | None = None,
+        by_rule: bool = False,
     ) -> None:
         self.runtime = runtime
+        self.by_rule = by_rule  # started by the rule's firing: `wait_plan`
         self.store = runtime.store
         self.clock = runtime.clock
         self.settings = runtime.settings
@@ -101,6 +97,7 @@ class Worker:
         self._read: RuleState | None = None  # the record as the last pass read it
         self._blocked: dict[int, datetime] = {}  # the last pass's `Held.blocked`, where bounded
         self.waking = Waking(runtime.rule_sync)  # the claim of a wait it woke from
+        self._slept_through: datetime | None = None  # a head whose hand-over failed
         # Per shard, where the next pass reads from while passes follow one another (a burst): past
         # what the last one took, so a burst's finished home items (which stay in the shard until
         # their TTL) are not read again and again. The re-arm's first read starts there too; it
@@ -109,17 +106,18 @@ class Worker:
         self._resume: dict[int, str] = {}
 
     # ------------------------------------------------------------------ loop
-    def run(self, wake_at: datetime | None = None) -> RunReport:
+    def run(self, wake_at: datetime | None = None, record: RuleState | None = None) -> RunReport:
         """Work until nothing is due soon. `wake_at`: the head a handed-over wait is for; the
         invocation first sleeps until just before it, as the invocation that handed it over would
-        have (the claim and its backstop are that invocation's, and still stand)."""
+        have (the backstop, and any claim, are that invocation's, and still stand); `record`: the
+        rule record that invocation decided the wait on, which its first pass starts from."""
         if wake_at is not None:
             wait_seconds = (wake_at - self.wake_ahead - self.clock.now()).total_seconds()
             if wait_seconds > 0:
                 ended = self._sleep(min(wait_seconds, max(self.remaining() - self.margin, 0.0)))
                 if ended is not None:
                     return ended
-            self.waking.handed_over(wake_at)
+            self.waking.handed_over(wake_at, record)
         pool_size = self.settings.pool_size
         with ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="nexttick-run") as pool:
             while True:
@@ -176,7 +174,11 @@ class Worker:
             if usable >= MIN_REINVOKE_WAIT_SECONDS:
                 return self._sleep(usable)
             return self._reinvoke("next due time is beyond this invocation")
-        claim = self.runtime.rule_sync.claim_wait(head, self.owner, self.deadline, record)
+        handing_over, take = wait_plan(
+            self.runtime, head - self.wake_ahead, self.by_rule, head == self._slept_through
+        )
+        claim = self.runtime.rule_sync.claim_wait(head, self.owner, self.deadline, record, take=take)
+        carried = message_record(claim, record, self.owner)
         if claim is WaitClaim.COVERED:
             return self._finish("covered", "another invocation is waiting for an earlier time")
         if claim is WaitClaim.MOVED:
@@ -186,9 +188,12 @@ class Worker:
             # Already due: held by others (leased), or in shards left to another invocation until
             # it has drained them or its yield expires.
             wait_seconds = max(MIN_WAIT_SECONDS, self.sharing.seconds_until_yield_ends())
-        elif (delay := hand_over(self.runtime, head, wait_seconds)) is not None:
+        elif handing_over and (delay := hand_over(self.runtime, head, wait_seconds, carried)):
             self.report.handed_over_seconds = delay
             return self._finish("handed-over", "the wait goes on in the invocation its message starts")
+        elif claim is WaitClaim.FREE:
+            self._slept_through = head  # the send failed: re-arm, then claim the wait and sleep
+            return None
         else:  # what is left of it now (a send that did not hand over took some of it)
             wait_seconds = max((head - self.wake_ahead - self.clock.now()).total_seconds(), MIN_WAIT_SECONDS)
         ended = self._sleep(min(wait_seconds, max(self.remaining() - self.margin, MIN_WAIT_SECONDS)))

@@ -34,7 +34,7 @@ from bench.localstack import (
     stack_environment,
 )
 from nexttick.constants import CLAIM_AHEAD_SECONDS
-from nexttick.ruletiming import Timing, rule_expression
+from nexttick.ruletiming import Timing
 
 pytestmark = [pytest.mark.xdist_group("local-stack-e2e"), pytest.mark.slow]
 
@@ -251,7 +251,7 @@ def test_tasks_beyond_the_wait_horizon_arm_the_rule_and_run_once_on_time(scenari
     due = s.armed["armed-http"]
     minute = timing.fire_minute(datetime.fromtimestamp(due, UTC))
     # The rule was armed for the minute a minute-plus-margin before the task (not a direct invoke) ...
-    assert s.armed_rule == rule_expression(minute)
+    assert s.armed_rule == timing.rule_expression(minute)
     s.wait_until(max(s.armed.values()) + 10)
     # ... and each task ran once, on time. (The on-time one-shots keep a worker awake across that
     # minute: it covers the tasks and moves the rule on as its backstop, so the rule need not fire

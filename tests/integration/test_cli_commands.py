@@ -165,9 +165,10 @@ def test_sync_rederives_the_rule_from_the_table(local: tuple[Path, Recorder, Any
     events.put_rule(Name=DEFAULT_RULE_NAME, ScheduleExpression="cron(0 0 1 1 ? 1970)", State="ENABLED")
     # When synced
     result = run_json(state_dir, "sync")
-    # Then the rule is armed again (second mode: a minute and the delivery margin ahead)
+    # Then the rule is armed again (second mode: a minute and the delivery margin ahead, 09:28, and
+    # that minute's backstop, 09:31)
     assert result["head"] == "2030-01-07T09:30:00Z"
-    assert events.describe_rule(Name=DEFAULT_RULE_NAME)["ScheduleExpression"] == "cron(28 9 7 1 ? 2030)"
+    assert events.describe_rule(Name=DEFAULT_RULE_NAME)["ScheduleExpression"] == "cron(28,31 9 7 1 ? 2030)"
     code, out, _ = run(state_dir, "sync")
     assert code == 0 and out.startswith("synced:")
 

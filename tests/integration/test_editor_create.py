@@ -21,7 +21,7 @@ from editor import (
     as_json,
 )
 from nexttick.constants import EPOCH_EXPRESSION
-from nexttick.ruletiming import rule_expression
+from nexttick.ruletiming import Timing
 from nexttick.store.keys import queue_sort_key
 from tests.support.aws import RecordedRuntime
 from tests.support.oplog import OperationLog, all_entries
@@ -39,7 +39,7 @@ def rule_expression_now(runtime: Any) -> str:
 
 
 def expected_rule(due: datetime) -> str:
-    return rule_expression((due - LEAD).replace(second=0, microsecond=0))
+    return Timing().rule_expression((due - LEAD).replace(second=0, microsecond=0))
 
 
 # ---------------------------------------------------------------- schedule at
@@ -112,7 +112,8 @@ def test_schedule_cron_in_an_iana_zone(
     assert task.due == datetime(2030, 1, 11, 8, tzinfo=UTC)
     stored = runtime.store.get_task(task.id)
     assert stored is not None and stored.timezone == "Europe/Berlin"
-    assert rule_expression_now(runtime) == "cron(58 7 11 1 ? 2030)"
+    # armed for 07:58 UTC, with its backstop at 08:01
+    assert rule_expression_now(runtime) == "cron(58,1 7,8 11 1 ? 2030)"
 
 
 def test_schedule_cron_defaults_to_utc(editor: Editor, frozen_now: time_machine.Traveller) -> None:

@@ -22,7 +22,7 @@ from editor import (
     as_json,
 )
 from local.meter import DynamoMeter
-from nexttick.ruletiming import rule_expression
+from nexttick.ruletiming import Timing
 from tests.support.aws import RecordedRuntime, task_write
 from tests.support.oplog import OperationLog, all_entries
 
@@ -35,7 +35,7 @@ def armed(runtime: Any) -> str:
 
 
 def expected_rule(due: datetime) -> str:
-    return rule_expression((due - LEAD).replace(second=0, microsecond=0))
+    return Timing().rule_expression((due - LEAD).replace(second=0, microsecond=0))
 
 
 def snapshot(runtime: Any) -> tuple[Any, list[Any]]:

@@ -1,5 +1,6 @@
-"""The emulated EventBridge against a moto server: fires like AWS, at most once per armed minute,
-never for a past minute, and sleeps until the rule changes instead of polling."""
+"""The emulated EventBridge against a moto server: fires like AWS, at every minute the rule names
+(in `second` precision the armed minute and its backstop), at most once per minute, never for a past
+minute, and sleeps until the rule changes instead of polling."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ import pytest
 
 from local.emulator import EventBridgeEmulator, FiringPolicy
 from nexttick.aws import EventBridgeRule
+from nexttick.config import Precision
+from nexttick.ruletiming import Timing
 from tests.support.local import SettableClock, client, moto_server
 
 RULE = "nexttick-next-due"
 START = datetime(2030, 1, 7, 9, 0, 30, tzinfo=UTC)
+ONE_MINUTE = Timing(Precision.MINUTE)  # the rule names the armed minute alone
 
 
 @pytest.fixture
@@ -47,7 +51,7 @@ def test_fires_once_inside_the_armed_minute_after_a_delivery_delay(events: Any) 
     # Given the rule armed for 09:02 while it is 09:00:30
     client_, _ = events
     clock = SettableClock(START)
-    EventBridgeRule(client_, RULE).put(datetime(2030, 1, 7, 9, 2, tzinfo=UTC))
+    EventBridgeRule(client_, RULE, ONE_MINUTE).put(datetime(2030, 1, 7, 9, 2, tzinfo=UTC))
     emulator, delivered = make(client_, clock)
     # When the emulator sleeps as long as it asks each time until it delivers
     while True:
@@ -73,7 +77,7 @@ def test_never_fires_for_a_minute_that_was_past_when_set(events: Any) -> None:
     # Given the rule is set to a minute that has already gone by (as after a restart)
     client_, _ = events
     clock = SettableClock(START)
-    EventBridgeRule(client_, RULE).put(datetime(2030, 1, 7, 8, 59, tzinfo=UTC))
+    EventBridgeRule(client_, RULE, ONE_MINUTE).put(datetime(2030, 1, 7, 8, 59, tzinfo=UTC))
     emulator, delivered = make(client_, clock)
     # When time goes on
     for _ in range(5):
@@ -84,11 +88,43 @@ def test_never_fires_for_a_minute_that_was_past_when_set(events: Any) -> None:
     assert emulator.missed == [datetime(2030, 1, 7, 8, 59, tzinfo=UTC)]
 
 
+def test_a_second_mode_rule_fires_at_its_armed_minute_and_again_at_its_backstop(events: Any) -> None:
+    # Given the rule armed for 09:02 in second precision (it names its backstop, 09:05, too)
+    client_, _ = events
+    clock = SettableClock(START)
+    EventBridgeRule(client_, RULE, Timing()).put(datetime(2030, 1, 7, 9, 2, tzinfo=UTC))
+    emulator, delivered = make(client_, clock)
+    # When nothing re-puts it and the emulator sleeps as long as it asks each time, until 09:30
+    times: list[datetime] = []
+    while clock.now() < datetime(2030, 1, 7, 9, 30, tzinfo=UTC):
+        wait = emulator.step()
+        times += [clock.now()] * (len(delivered) - len(times))
+        clock.advance(wait)
+    # Then it fired inside 09:02, then inside 09:05, and never again
+    assert [event["time"] for event, _ in delivered] == ["2030-01-07T09:02:00Z", "2030-01-07T09:05:00Z"]
+    assert [(t.hour, t.minute) for t in times] == [(9, 2), (9, 5)]
+
+
+def test_a_past_armed_minute_does_not_fire_but_its_backstop_still_does(events: Any) -> None:
+    # Given the rule armed in second precision for the current minute 09:00 (backstop 09:03) at 09:00:30
+    client_, _ = events
+    clock = SettableClock(START)
+    EventBridgeRule(client_, RULE, Timing()).put(datetime(2030, 1, 7, 9, 0, tzinfo=UTC))
+    emulator, delivered = make(client_, clock, jitter=False)
+    # When time goes on past the backstop
+    for _ in range(10):
+        emulator.step()
+        clock.advance(30)
+    # Then the armed minute was missed and the backstop fired
+    assert emulator.missed == [datetime(2030, 1, 7, 9, 0, tzinfo=UTC)]
+    assert [event["time"] for event, _ in delivered] == ["2030-01-07T09:03:00Z"]
+
+
 def test_a_minute_set_after_its_firing_instant_does_not_fire(events: Any) -> None:
     # Given the current minute, set at second 59 (without jitter the rule evaluates at second 0)
     client_, _ = events
     clock = SettableClock(datetime(2030, 1, 7, 9, 0, 59, tzinfo=UTC))
-    EventBridgeRule(client_, RULE).put(datetime(2030, 1, 7, 9, 0, tzinfo=UTC))
+    EventBridgeRule(client_, RULE, ONE_MINUTE).put(datetime(2030, 1, 7, 9, 0, tzinfo=UTC))
     emulator, delivered = make(client_, clock, jitter=False)
     # When it looks, then and later
     emulator.step()
@@ -101,7 +137,7 @@ def test_a_minute_set_after_its_firing_instant_does_not_fire(events: Any) -> Non
 def test_without_jitter_fires_at_second_zero_with_no_delay(events: Any) -> None:
     client_, _ = events
     clock = SettableClock(START)
-    EventBridgeRule(client_, RULE).put(datetime(2030, 1, 7, 9, 1, tzinfo=UTC))
+    EventBridgeRule(client_, RULE, Timing()).put(datetime(2030, 1, 7, 9, 1, tzinfo=UTC))
     emulator, delivered = make(client_, clock, jitter=False)
     assert emulator.step() == pytest.approx(30.0)
     clock.current = datetime(2030, 1, 7, 9, 1, tzinfo=UTC)
@@ -124,7 +160,7 @@ def test_rearming_to_another_minute_moves_the_firing(events: Any) -> None:
     # Given the rule armed for 09:05, then lowered to 09:02 before 09:05 comes
     client_, _ = events
     clock = SettableClock(START)
-    rule = EventBridgeRule(client_, RULE)
+    rule = EventBridgeRule(client_, RULE, ONE_MINUTE)
     rule.put(datetime(2030, 1, 7, 9, 5, tzinfo=UTC))
     emulator, delivered = make(client_, clock, jitter=False)
     emulator.step()
@@ -138,6 +174,23 @@ def test_rearming_to_another_minute_moves_the_firing(events: Any) -> None:
     assert [e["time"] for e, _ in delivered] == ["2030-01-07T09:02:00Z"]
 
 
+def test_rearming_drops_the_firings_the_new_expression_does_not_name(events: Any) -> None:
+    # Given the rule armed in second precision for 09:02 (and 09:05), then re-put for 09:03 (and 09:06)
+    client_, _ = events
+    clock = SettableClock(START)
+    rule = EventBridgeRule(client_, RULE, Timing())
+    rule.put(datetime(2030, 1, 7, 9, 2, tzinfo=UTC))
+    emulator, delivered = make(client_, clock, jitter=False)
+    emulator.step()
+    rule.put(datetime(2030, 1, 7, 9, 3, tzinfo=UTC))
+    # When every minute up to 09:10 comes
+    for _ in range(10):
+        clock.advance(60)
+        emulator.step()
+    # Then only the new expression's minutes fired
+    assert [e["time"] for e, _ in delivered] == ["2030-01-07T09:03:00Z", "2030-01-07T09:06:00Z"]
+
+
 def test_delivers_the_targets_constant_input(events: Any) -> None:
     client_, _ = events
     client_.put_targets(
@@ -147,7 +200,7 @@ def test_delivers_the_targets_constant_input(events: Any) -> None:
         ],
     )
     clock = SettableClock(START)
-    EventBridgeRule(client_, RULE).put(datetime(2030, 1, 7, 9, 1, tzinfo=UTC))
+    EventBridgeRule(client_, RULE, Timing()).put(datetime(2030, 1, 7, 9, 1, tzinfo=UTC))
     emulator, delivered = make(client_, clock, jitter=False)
     clock.current = datetime(2030, 1, 7, 9, 1, tzinfo=UTC)
     emulator.step()

@@ -15,12 +15,13 @@ import pytest
 import time_machine
 
 from lambdas.worker import handler as worker_handler
-from nexttick.aws import SqsWaitHandover
+from nexttick.aws import SqsWaitHandover, rule_firings
 from nexttick.config import NextTickSettings, Precision
-from nexttick.constants import WAKE_AHEAD_SECONDS
-from nexttick.worker import WorkerEvent, classify_event, handover_wake_at
-from tests.integration.test_worker_precision import START, invoke
+from nexttick.constants import RULE_STATE_PK, WAKE_AHEAD_SECONDS
+from nexttick.worker import WorkerEvent, classify_event, handover_record, handover_wake_at
+from tests.integration.test_worker_precision import SCHEDULED_EVENT, START, invoke
 from tests.support.aws import RecordedRuntime
+from tests.support.oplog import OperationLog
 from tests.support.worker import ACTIONS, RECORDER, WorkerEnv, make_env, make_moto_atomic
 
 WAKE = {"source": "nexttick", "action": "wake", "reason": "due too soon to arm"}
@@ -133,8 +134,8 @@ def test_a_send_slow_enough_to_arrive_after_the_wake_is_slept_through_as_well(
     handover = env.runtime.handover
     send = handover.send
 
-    def slow_send(delay_seconds: int, wake_at: Any) -> None:
-        send(delay_seconds, wake_at)
+    def slow_send(delay_seconds: int, wake_at: Any, record: Any = None) -> None:
+        send(delay_seconds, wake_at, record)
         env.travel_to(env.now() + timedelta(seconds=1.5))
 
     monkeypatch.setattr(handover, "send", slow_send)
@@ -204,3 +205,56 @@ def test_a_batch_of_hand_overs_wakes_for_its_earliest() -> None:
 
     event = {"Records": [record("2030-01-07T09:01:30+00:00"), record("2030-01-07T09:01:00+00:00")]}
     assert handover_wake_at(event) == START + timedelta(seconds=30)
+
+
+def test_a_wait_decided_after_the_heads_minute_fired_is_handed_over_writing_nothing(
+    env: WorkerEnv, queue_url: str
+) -> None:
+    # Given a deployed stack (its sync recorded every shard's head) and a task created ten minutes
+    # ahead: its create armed the rule for the task's minute, and that PutRule named the minute's
+    # backstop too
+    env.runtime.rule_sync.sync()
+    task = env.editor.schedule_at("record", env.now() + timedelta(minutes=10))
+    assert task.due is not None
+    timing = env.runtime.rule_sync.timing
+    minute = timing.fire_minute(task.due)
+    backstop = timing.backstop_of(minute)
+    assert backstop is not None and backstop >= task.due
+    expression = env.runtime.rule.client.describe_rule(Name=env.runtime.settings.rule_name)[
+        "ScheduleExpression"
+    ]
+    assert expression == timing.rule_expression(minute) and rule_firings(expression)[-2:] == [
+        minute,
+        backstop,
+    ]
+    armed = env.runtime.store.read_rule_state()
+    log = OperationLog.attach(env.runtime)
+    # When the rule fires at that minute, 70-130 s before the task
+    env.travel_to(minute + timedelta(seconds=5))
+    report = invoke(env, SCHEDULED_EVENT)
+    # Then the worker hands the wait over and writes nothing: the rule as it stands is the wait's
+    # backstop, so there is no CAS, no PutRule, no claim
+    assert report["outcome"] == "handed-over", report
+    writes = [op for service, op, _ in log.calls if op in ("PutItem", "UpdateItem", "DeleteItem")]
+    assert writes == [] and log.ops("events", "PutRule") == [], log.count()
+    assert env.runtime.store.read_rule_state() == armed
+    # And its message, delivered the lead before the task, carries the record it decided on
+    env.travel_to(env.now() + timedelta(seconds=report["handed_over_seconds"]))
+    [message] = receive(queue_url)
+    event = {"Records": [message]}
+    assert handover_record(event) == armed
+    # When its invocation runs
+    log.reset()
+    continued = invoke(env, event)
+    # Then the task ran at its instant, the invocation starting from the carried record: it neither
+    # read the record first nor released anything (its writes: the claim, the outcome, the lateness
+    # histogram's minute, the re-arm and its confirmation)
+    [call] = RECORDER.calls[task.id]
+    assert call.at == task.due
+    assert continued["succeeded"] == 1, continued
+    record_reads = [p for p in log.ops("dynamodb", "GetItem") if p["Key"]["pk"] == {"S": RULE_STATE_PK}]
+    assert record_reads == [], record_reads
+    writes = [op for service, op, _ in log.calls if op in ("PutItem", "UpdateItem", "DeleteItem")]
+    assert len(writes) == 5, log.calls
+    # And the rule rests at the epoch
+    assert env.runtime.rule.current() is None

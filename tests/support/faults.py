@@ -45,7 +45,7 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 
-from nexttick.aws import LambdaWorkerTrigger, SqsWaitHandover, parse_rule_minute
+from nexttick.aws import LambdaWorkerTrigger, SqsWaitHandover, rule_firings
 from nexttick.config import NextTickSettings
 from nexttick.constants import EPOCH_EXPRESSION, WORKER_EVENT_SOURCE, WORKER_EVENT_SYNC
 from nexttick.runtime import Runtime
@@ -522,34 +522,34 @@ def _body(request: Any) -> bytes:
 
 
 class EventBridge:
-    """The one scheduled rule, fired as EventBridge does: at a random instant inside the armed minute,
-    delivered 0-5 s later, once per minute. It honours a rule only if it has said that minute
-    continuously since `lead` before the minute began (the protocol arms a minute only that far
-    ahead: "allow a short period for changes to take effect"); a later PutRule is never fired."""
+    """The one scheduled rule, fired as EventBridge does: at a random instant inside each minute its
+    cron names (`rule_firings`: in `second` precision the armed minute and its backstop), delivered
+    0-5 s later, once per minute. It honours a minute only if the rule has named it continuously
+    since `lead` before the minute began (the protocol arms a minute only that far ahead: "allow a
+    short period for changes to take effect"); a later PutRule is never fired for it, though a later
+    minute it names still is."""
 
     def __init__(self, clock: Any, rng: random.Random, *, lead: timedelta, max_delay: float = 5.0) -> None:
         self.clock = clock
         self.rng = rng
         self.lead = lead
         self.max_delay = max_delay
-        self.minute: datetime | None = None  # what the rule says now (None: epoch)
-        self.since: datetime | None = None  # since when it says it
+        self.since: dict[datetime, datetime] = {}  # each minute the rule names now -> since when
         self.fired: list[datetime] = []
-        self.missed: list[datetime] = []  # minutes armed too late to fire
-        self.moved = 0  # armed minutes the rule left before their firing instant
+        self.missed: list[datetime] = []  # minutes named too late to fire
+        self.moved = 0  # minutes the rule stopped naming before their firing instant
         self.puts = 0
-        self._plans: dict[datetime, datetime] = {}  # armed minute -> instant it is evaluated
+        self._plans: dict[datetime, datetime] = {}  # minute the rule named -> instant it is evaluated
         self._done: set[datetime] = set()
         self._lock = threading.Condition()
 
     def on_put(self, expression: str, at: datetime) -> None:
-        minute = parse_rule_minute(expression)
+        """A minute still named keeps its `since`; one no longer named is moved at its instant."""
+        firings = rule_firings(expression)
         with self._lock:
             self.puts += 1
-            if not isinstance(minute, datetime):
-                self.minute, self.since = None, at
-            elif minute != self.minute:
-                self.minute, self.since = minute, at
+            self.since = {minute: self.since.get(minute, at) for minute in firings}
+            for minute in firings:
                 if minute not in self._plans and minute not in self._done:
                     self._plans[minute] = minute + timedelta(seconds=self.rng.uniform(0.0, 60.0))
             self._lock.notify_all()
@@ -566,12 +566,12 @@ class EventBridge:
                 if instant > now:
                     continue
                 del self._plans[minute]
-                if self.minute != minute:
+                since = self.since.get(minute)
+                if since is None:
                     self.moved += 1  # moved away before it fired
                     continue
-                assert self.since is not None
                 self._done.add(minute)
-                if self.since > minute - self.lead:
+                if since > minute - self.lead:
                     self.missed.append(minute)
                     continue
                 self.fired.append(minute)
@@ -581,12 +581,12 @@ class EventBridge:
     def will_fire(self, minute: datetime, now: datetime) -> bool:
         """The rule, as it stands, fires for `minute` later on."""
         with self._lock:
+            since = self.since.get(minute)
             return (
-                self.minute == minute
+                since is not None
                 and minute in self._plans
                 and self._plans[minute] > now
-                and self.since is not None
-                and self.since <= minute - self.lead
+                and since <= minute - self.lead
             )
 
     @staticmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import random
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -31,6 +32,7 @@ from nexttick.rulesync import RearmResult, RuleSync
 from nexttick.ruletiming import Timing
 from nexttick.rulewait import WaitClaim, WaitIntent
 from nexttick.runtime import Runtime
+from nexttick.store import rule_state_of_message
 from nexttick.store.records import RuleState, ShardFront, WaiterClaim
 from nexttick.worker.loop import Worker
 from nexttick.worker.report import PassResult, RunReport
@@ -457,7 +459,7 @@ class NaiveRuleSync(RuleSync):
         return RearmResult(Outcome.ARMED, head, target)
 
     def claim_wait(
-        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None
+        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None, *, take: bool = True
     ) -> WaitClaim:
         return WaitClaim.CLAIMED  # every invocation sleeps for its head
 
@@ -483,12 +485,12 @@ class NeverRaiseRuleSync(RuleSync):
 
     def _target(
         self, state: RuleState, head: datetime | None, due_soon: bool, now: datetime
-    ) -> tuple[datetime | None, bool]:
-        target, backstop = super()._target(state, head, due_soon, now)
+    ) -> tuple[datetime | None, datetime | None]:
+        target, latest = super()._target(state, head, due_soon, now)
         later = state.armed_minute is not None and (target is None or target > state.armed_minute)
         if later and not due_soon:
-            return state.armed_minute, False
-        return target, backstop
+            return state.armed_minute, None
+        return target, latest
 
 
 class ClockWaiterRuleSync(RuleSync):
@@ -525,23 +527,11 @@ class TrustUnconfirmedClaimRuleSync(RuleSync):
 
 
 class NoBackstopRuleSync(RuleSync):
-    """Nothing keeps the rule armed while a worker sleeps for a due-soon head (defect: a waiter that
-    dies takes every task it covered with it)."""
+    """The rule is put for its armed minute alone, without the backstop minute (`Timing.firings`)
+    the protocol counts on (defect: a wait decided after the armed minute fired writes nothing, so
+    a waiter that dies, or a hand-over message that is lost, takes every task it covered with it)."""
 
-    def _target(
-        self, state: RuleState, head: datetime | None, due_soon: bool, now: datetime
-    ) -> tuple[datetime | None, bool]:
-        if due_soon:
-            return state.armed_minute, False
-        return (self.timing.fire_minute(head) if head is not None else None), False
-
-    def claim_wait(
-        self, head: datetime, owner: str, until: datetime, read: RuleState | None = None
-    ) -> WaitClaim:
-        stale_before = self.clock.now() - self.timing.clock_skew
-        if self.store.claim_waiter(head, owner, until, stale_before):
-            return WaitClaim.CLAIMED
-        return WaitClaim.COVERED
+    names_backstop = False
 
 
 class NoRepairRuleSync(RuleSync):
@@ -656,11 +646,12 @@ class EntryItem:
 
 @dataclass(frozen=True)
 class RuleCell:
-    """The EventBridge rule: its minute, and whether the PutRule that set it landed early enough
-    for EventBridge to fire it (a minute that began, or is about to, is never fired)."""
+    """The EventBridge rule: the minute it is armed for, and those of its firings (the minute and,
+    in `second` mode, its backstop: `Timing.firings`) that the PutRule which set it landed early
+    enough for EventBridge to fire (a minute that began, or is about to, is never fired)."""
 
     minute: datetime | None = None
-    fires: bool = False
+    firings: tuple[datetime, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -707,6 +698,7 @@ class World:
     keeper: bool = False  # the table's stream feeds a keeper (else nothing records its records)
     handover: str | None = None  # how the hand-over queue delivers a message (Scenario.handover)
     worker_skew: float = 0.0  # the clock of every worker EventBridge or an invoke starts
+    backstops: bool = True  # a PutRule names the armed minute's backstop too (NoBackstopRuleSync)
 
     def clone(self) -> World:
         copy = object.__new__(World)
@@ -947,8 +939,10 @@ class HandoverView:
     def __init__(self, replay: Replay) -> None:
         self._call = replay.call
 
-    def send(self, delay_seconds: int, wake_at: datetime) -> None:
-        self._call("handover", delay_seconds, wake_at)
+    def send(self, delay_seconds: int, wake_at: datetime, record: Mapping[str, Any] | None = None) -> None:
+        # Pickled: the model's cursors are tuples, not the strings JSON carries (and bytes keep the
+        # model's state hashable).
+        self._call("handover", delay_seconds, wake_at, pickle.dumps(record))
 
 
 @dataclass(frozen=True)
@@ -1002,7 +996,8 @@ class ModelWorker(Worker):
         now = self.clock.now()
         submitted, full = 0, False
         queue = cast(StoreView, self.store)  # the model's runtime holds a StoreView
-        due = self.runtime.rule_sync.due_shards(now + self.claim_ahead, self.sharing.group)
+        read = self.waking.pass_read()  # as the real pass: what the wake gives, else a read
+        due = self.runtime.rule_sync.due_shards(now + self.claim_ahead, self.sharing.group, read)
         self._read = due.record
         keys = queue.due_keys(now, tuple(sorted(due.shards)), _frozen(due.record.cursors))
         if len(keys) >= FAN_OUT_AT and self.sharing.fan_out():
@@ -1064,17 +1059,20 @@ def worker_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
         rng=_RNG,
         shards=shards,
         leader=leader,
+        by_rule=spec.name.startswith("fired@"),  # the rule's firing, or Lambda's retry of it
     )
     worker.run()
 
 
 def continuation_program(replay: Replay, scenario: Scenario, spec: ActorSpec) -> None:
-    """The invocation a hand-over message starts: it sleeps until the wait's head, then runs."""
-    (wake_at,) = spec.args
+    """The invocation a hand-over message starts: it sleeps until the wait's head, then runs from the
+    record the message carries."""
+    wake_at, carried = spec.args
+    record = pickle.loads(carried)
     worker = (scenario.worker or ModelWorker)(
         _runtime(replay, scenario), _Registry(), owner=spec.name, remaining_ms=WORKER_SECONDS * 1000, rng=_RNG
     )
-    worker.run(wake_at)
+    worker.run(wake_at, None if record is None else rule_state_of_message(record))
 
 
 class WakeIgnoringWorker(ModelWorker):
@@ -1082,7 +1080,7 @@ class WakeIgnoringWorker(ModelWorker):
     delivered early, it finds the claim of the invocation that handed the wait over still live,
     takes it for another waiter and stops, leaving the head to the backstop a minute later)."""
 
-    def run(self, wake_at: datetime | None = None) -> RunReport:
+    def run(self, wake_at: datetime | None = None, record: RuleState | None = None) -> RunReport:
         return super().run(None)
 
 
@@ -1268,10 +1266,10 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
         world.spawns += ((now, helper),)
         return None
     if name == "handover":
-        delay, wake_at = args
+        delay, wake_at, record = args
         first = "~" not in spec.name  # sent by the invocation that claimed the wait first
         for copy, seconds in enumerate(_deliveries(world.handover, delay, first=first)):
-            continuation = _continuation_spec(world, f"{spec.name}~{position}" + "'" * copy, wake_at)
+            continuation = _continuation_spec(world, f"{spec.name}~{position}" + "'" * copy, wake_at, record)
             world.spawns += ((now + timedelta(seconds=seconds), continuation),)
         return None
     return _queue_op(world, spec, name, args)
@@ -1280,7 +1278,14 @@ def perform(world: World, spec: ActorSpec, op: Op, position: int) -> Any:
 def _land(world: World, sender: str) -> None:
     minute = world.in_flight.pop(sender)
     settle = timedelta(seconds=TIMING.settle_seconds - TIMING.clock_skew_seconds)
-    world.rule = RuleCell(minute, minute is not None and minute - world.time >= settle)
+    world.rule = RuleCell(minute, tuple(f for f in _rule_firings(world, minute) if f - world.time >= settle))
+
+
+def _rule_firings(world: World, minute: datetime | None) -> tuple[datetime, ...]:
+    """The minutes the rule put for `minute` fires at."""
+    if minute is None:
+        return ()
+    return TIMING.firings(minute) if world.backstops else (minute,)
 
 
 def _queue_op(world: World, spec: ActorSpec, name: str, args: tuple[Any, ...]) -> Any:
@@ -1402,13 +1407,17 @@ def _deliveries(mode: str | None, delay: float, *, first: bool) -> tuple[float, 
     }[mode or "once"]
 
 
-def _continuation_spec(world: World, name: str, wake_at: datetime) -> ActorSpec:
+def _next_firing(world: World) -> datetime | None:
+    """The first minute the rule will still fire at."""
+    return next((f for f in world.rule.firings if f not in world.fired), None)
+
+
+def _continuation_spec(world: World, name: str, wake_at: datetime, record: bytes) -> ActorSpec:
     """The invocation a hand-over message starts; one that dies is delivered once more, after the
     message's visibility timeout."""
-    again = ActorSpec(name + "/2", "worker", continuation_program, (wake_at,), world.worker_skew)
-    return ActorSpec(
-        name, "worker", continuation_program, (wake_at,), world.worker_skew, again, WORKER_SECONDS
-    )
+    args = (wake_at, record)
+    again = ActorSpec(name + "/2", "worker", continuation_program, args, world.worker_skew)
+    return ActorSpec(name, "worker", continuation_program, args, world.worker_skew, again, WORKER_SECONDS)
 
 
 def _retry_worker(name: str, retries: int, skew: float, args: tuple[Any, ...]) -> ActorSpec:
@@ -1472,7 +1481,13 @@ class Checker:
     # -- the initial state
     def initial(self) -> Node | None:
         sc = self.scenario
-        world = World(time=at(sc.start), keeper=sc.keeper, worker_skew=sc.worker_skew, handover=sc.handover)
+        world = World(
+            time=at(sc.start),
+            keeper=sc.keeper,
+            worker_skew=sc.worker_skew,
+            handover=sc.handover,
+            backstops=getattr(sc.protocol, "names_backstop", True),
+        )
         for task_id, due in sc.queued:
             key, token = (at(due), task_id, f"{task_id}.0"), f"{task_id}.0"
             world.entries[key] = EntryItem(task_id, at(due), token, world.time)
@@ -1485,7 +1500,7 @@ class Checker:
         if sc.armed is not None:
             minute = at(sc.armed)
             world.record = Record(armed=minute, version=1, published=1, heads=heads, cursors=cursors)
-            world.rule = RuleCell(minute, fires=True)
+            world.rule = RuleCell(minute, _rule_firings(world, minute))
             if sc.fired:
                 world.fired = frozenset({minute})
         for plan in sc.plans:
@@ -1597,18 +1612,18 @@ class Checker:
         return min(later) if later else None
 
     def _firing(self, world: World) -> datetime | None:
-        rule = world.rule
-        if rule.minute is None or not rule.fires or rule.minute in world.fired:
-            return None
-        return rule.minute + timedelta(seconds=self.scenario.fire_offset)
+        """When the rule's next firing is delivered (None: it fires no more)."""
+        minute = _next_firing(world)
+        return None if minute is None else minute + timedelta(seconds=self.scenario.fire_offset)
 
     def _settle(self, node: Node) -> Node | None:
         """Start whatever is due at the current instant: a firing, invocations, the keeper."""
         world, actors = node.world, list(node.actors)
         firing = self._firing(world)
-        if firing is not None and firing <= world.time and world.rule.minute is not None:
-            world.fired |= {world.rule.minute}
-            name = f"fired@{world.rule.minute:%H:%M}"
+        minute = _next_firing(world)
+        if firing is not None and minute is not None and firing <= world.time:
+            world.fired |= {minute}
+            name = f"fired@{minute:%H:%M}"
             world.spawns += ((world.time, _worker_spec(world, name, retries=2)),)
         due = [spec for when, spec in world.spawns if when <= world.time]
         world.spawns = tuple((when, spec) for when, spec in world.spawns if when > world.time)
@@ -1646,7 +1661,7 @@ class Checker:
                 continue
             if not runs and task.due + timedelta(seconds=late_bound) >= horizon:
                 minute = TIMING.fire_minute(task.due)
-                if not live and not (world.rule.fires and world.rule.minute and world.rule.minute <= minute):
+                if not live and not any(f <= minute for f in world.rule.firings):
                     return f"lost wake-up: {task_id} needs minute {minute:%H:%M}; {_describe(world)}"
                 continue
             if not runs:
@@ -1876,6 +1891,6 @@ def _describe(world: World) -> str:
     armed = world.record.armed
     return (
         f"at {world.time:%H:%M:%S} the rule is at {rule.minute and rule.minute.strftime('%H:%M')}"
-        f"{'' if rule.fires else ' (will not fire)'}, the record at {armed and armed.strftime('%H:%M')}"
+        f"{'' if rule.firings else ' (will not fire)'}, the record at {armed and armed.strftime('%H:%M')}"
         f", waiter {world.record.waiter_owner}"
     )

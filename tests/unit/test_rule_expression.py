@@ -12,12 +12,14 @@ import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from moto import mock_aws
 from pyawscron import AWSCron
 
-from nexttick.aws import parse_rule_minute
+from nexttick.aws import EventBridgeRule, parse_rule_minute, rule_firings
 from nexttick.config import Precision
 from nexttick.constants import EPOCH_EXPRESSION
 from nexttick.ruletiming import Timing, rule_expression
@@ -145,3 +147,66 @@ def test_any_aware_due_time_maps_to_a_pinned_utc_cron(due: datetime, timing: Tim
     utc_due = parse_instant(due)
     check_due(utc_due, timing)
     assert timing.fire_minute(utc_due) == floor_minute(utc_due - timing.lead)
+
+
+def check_backstop(minute: datetime, timing: Timing) -> None:
+    """`second` mode's rule fires at its armed minute, then at the minute's backstop, with nothing in
+    between; any other combination of its fields' values is past or later still, and
+    `rule_firings` (what the emulators fire) lists exactly what pyawscron finds."""
+    expression = timing.rule_expression(minute)
+    backstop = timing.backstop_of(minute)
+    assert backstop is not None and backstop > minute
+    assert parse_rule_minute(expression) == minute
+    assert next_firing(expression, minute - timedelta(seconds=1)) == minute
+    assert next_firing(expression, minute) == backstop
+    firings = rule_firings(expression)
+    assert minute in firings and backstop in firings
+    assert all(f < minute or f > backstop for f in firings if f not in (minute, backstop))
+    found: list[datetime] = []
+    after = firings[0] - timedelta(seconds=1)
+    while (following := next_firing(expression, after)) is not None:
+        found.append(following)
+        after = following
+    assert found == firings
+    # every due time armed for the minute is due by its backstop: a wait for it is backed up
+    latest_due = minute + timing.lead + timedelta(seconds=59, microseconds=999999)
+    assert timing.fire_minute(latest_due) == minute and latest_due <= backstop
+
+
+@pytest.mark.parametrize("timing", TIMINGS[:2], ids=["second-10s", "second-0s"])
+def test_second_mode_names_the_backstop_and_pyawscron_agrees(timing: Timing) -> None:
+    rng = random.Random(2026_12_01)
+    span = int((LAST - FIRST).total_seconds() // 60) - 10
+    edges = [
+        datetime(2030, 1, 7, 9, 58, tzinfo=UTC),  # the next hour
+        datetime(2030, 1, 7, 23, 59, tzinfo=UTC),  # the next day
+        datetime(2030, 2, 28, 23, 57, tzinfo=UTC),  # the next month, from a short one
+        datetime(2032, 2, 29, 23, 58, tzinfo=UTC),  # a leap day
+        datetime(2030, 12, 31, 23, 59, tzinfo=UTC),  # the next year
+    ]
+    for minute in edges + [FIRST + timedelta(minutes=rng.randrange(span)) for _ in range(400)]:
+        check_backstop(minute, timing)
+
+
+def test_minute_mode_names_one_minute() -> None:
+    timing = Timing(Precision.MINUTE)
+    minute = datetime(2030, 1, 7, 9, 58, tzinfo=UTC)
+    assert timing.backstop_of(minute) is None and timing.firings(minute) == (minute,)
+    assert_fires_exactly_once_at(timing.rule_expression(minute), minute)
+
+
+@mock_aws
+def test_the_rules_reading_back_names_a_missing_backstop_as_drift() -> None:
+    events = boto3.client("events", region_name="us-east-1")
+    timing = Timing()
+    rule = EventBridgeRule(events, "nexttick-next-due", timing)
+    minute = datetime(2030, 1, 7, 9, 58, tzinfo=UTC)
+    rule.put(minute)
+    assert rule.current() == minute
+    # Given the rule put for the minute without its backstop (an older release, a hand edit)
+    single = rule_expression(minute)
+    events.put_rule(Name=rule.name, ScheduleExpression=single, State="ENABLED")
+    # Then it does not read back as the armed minute: the drift check republishes it
+    assert rule.current() == single
+    rule.put(None)
+    assert rule.current() is None
