@@ -20,7 +20,10 @@ what the record says, and the record tells whether its value was ever confirmed 
   trusted.
 * A head too close to arm is waited for in-process by one worker (`claim_wait`). The record names
   it and, until the first worker that runs after its wake time releases the claim, stays armed as
-  its backstop: if the sleeper dies, the rule still starts a worker about a minute later.
+  its backstop: if the sleeper dies, the rule still starts a worker a minute or two later. In
+  `second` mode every PutRule names the armed minute's backstop too (`Timing.firings`), so the rule
+  armed for a head backs up a wait decided after that minute fired without a write; the rule's own
+  early wake hands such a wait over unclaimed.
 
 The editor writes the task then reads the record; the worker writes the record then reads the
 shards (or the record); with strongly consistent reads at least one of them sees the other's write,
