@@ -98,18 +98,18 @@ def session_credentials(session: AwsSession | None) -> tuple[str, str, str | Non
 
 
 def parse_rule_minute(expression: str) -> datetime | str | None:
-    """The minute a year-pinned cron is armed for (each field's first value: the one the protocol
-    writes first), None for the epoch, or the raw text if foreign."""
+    """The minute a year-pinned cron is armed for, None for the epoch, or the raw text if foreign.
+    A cron naming a backstop too fires at every combination of its fields' values; the armed minute
+    is the first of the two closest ones: a backstop follows its minute by at most 3 minutes
+    (`Timing.backstop_of`), and any other two combinations lie at least 57 minutes apart."""
     fields = _pinned_fields(expression)
-    if fields is None:
-        return expression
-    minute, hour, day, month, year = (values[0] for values in fields)
-    if year == 1970:
+    if fields is not None and fields[4] == (1970,):
         return None
-    try:
-        return datetime(year, month, day, hour, minute, tzinfo=UTC)
-    except ValueError:
+    firings = rule_firings(expression)
+    if not firings:
         return expression
+    closest = min(itertools.pairwise(firings), key=lambda pair: pair[1] - pair[0], default=None)
+    return firings[0] if closest is None else closest[0]
 
 
 def rule_firings(expression: str) -> list[datetime]:

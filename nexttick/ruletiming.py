@@ -97,19 +97,22 @@ class Timing:
 
 def rule_expression(minute: datetime | None, backstop: datetime | None = None) -> str:
     """EventBridge cron for one UTC minute, or for it and a later `backstop` minute (six fields with
-    a year; each field lists the minute's value first, then the backstop's where it differs:
-    EventBridge fires at every combination of the fields, so a backstop in another hour, day, month
-    or year adds firings that are past or later still — a spurious wake of whatever then reads the
-    record). The epoch when nothing is due."""
+    a year; a field where the two differ lists both values, in ascending order as AWS's examples
+    do: EventBridge fires at every combination of the fields, so a backstop in another hour, day,
+    month or year adds firings that are past or later still — a spurious wake of whatever then
+    reads the record). The epoch when nothing is due."""
     if minute is None:
         return EPOCH_EXPRESSION
     m = minute.astimezone(UTC)
-    if backstop is None:
-        return f"cron({m.minute} {m.hour} {m.day} {m.month} ? {m.year})"
-    b = backstop.astimezone(UTC)
+    b = (backstop or minute).astimezone(UTC)
     fields = [
-        str(x) if x == y else f"{x},{y}"
-        for x, y in ((m.minute, b.minute), (m.hour, b.hour), (m.day, b.day), (m.month, b.month))
+        str(x) if x == y else f"{min(x, y)},{max(x, y)}"
+        for x, y in (
+            (m.minute, b.minute),
+            (m.hour, b.hour),
+            (m.day, b.day),
+            (m.month, b.month),
+            (m.year, b.year),
+        )
     ]
-    year = str(m.year) if m.year == b.year else f"{m.year},{b.year}"
-    return f"cron({' '.join(fields)} ? {year})"
+    return f"cron({' '.join(fields[:4])} ? {fields[4]})"

@@ -113,7 +113,7 @@ def test_schedule_cron_in_an_iana_zone(
     stored = runtime.store.get_task(task.id)
     assert stored is not None and stored.timezone == "Europe/Berlin"
     # armed for 07:58 UTC, with its backstop at 08:01
-    assert rule_expression_now(runtime) == "cron(58,1 7,8 11 1 ? 2030)"
+    assert rule_expression_now(runtime) == "cron(1,58 7,8 11 1 ? 2030)"
 
 
 def test_schedule_cron_defaults_to_utc(editor: Editor, frozen_now: time_machine.Traveller) -> None:
