@@ -105,7 +105,7 @@ def parse_rule_minute(expression: str) -> datetime | str | None:
     fields = _pinned_fields(expression)
     if fields is not None and fields[4] == (1970,):
         return None
-    firings = rule_firings(expression)
+    firings = [] if fields is None else _combinations(fields)
     if not firings:
         return expression
     closest = min(itertools.pairwise(firings), key=lambda pair: pair[1] - pair[0], default=None)
@@ -116,8 +116,11 @@ def rule_firings(expression: str) -> list[datetime]:
     """Every minute at which EventBridge fires a year-pinned cron (any combination of its fields'
     values that is a real date), earliest first: what an emulator of the rule fires."""
     fields = _pinned_fields(expression)
-    if fields is None or fields[4] == (1970,):
-        return []
+    return [] if fields is None or fields[4] == (1970,) else _combinations(fields)
+
+
+def _combinations(fields: list[tuple[int, ...]]) -> list[datetime]:
+    """The real dates among every combination of the fields' values, earliest first."""
     minutes = set()
     for minute, hour, day, month, year in itertools.product(*fields):
         try:

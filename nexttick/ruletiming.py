@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from nexttick.config import Precision
 from nexttick.constants import EPOCH_EXPRESSION
-from nexttick.timeutil import floor_minute
+from nexttick.timeutil import ceil_minute, floor_minute
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,7 @@ class Timing:
         None in `minute` mode (no waits: the armed minute is the tasks' own)."""
         if self.precision is not Precision.SECOND:
             return None
-        latest = minute + self.lead + timedelta(minutes=1)
-        start = floor_minute(latest)
-        return start if start == latest else start + timedelta(minutes=1)
+        return ceil_minute(minute + self.lead + timedelta(minutes=1))
 
     def firings(self, minute: datetime) -> tuple[datetime, ...]:
         """The minutes at which the rule armed for `minute` fires: the minute and its backstop."""
@@ -73,10 +71,7 @@ class Timing:
         worker sleeps until `wake`, it fires only after that wake, so if the sleeper died a worker
         still starts within about a minute of it."""
         one = timedelta(minutes=1)
-        start = floor_minute(wake)
-        if start < wake:
-            start += one
-        minute = max(start, floor_minute(now) + one)
+        minute = max(ceil_minute(wake), floor_minute(now) + one)
         while not self.armable(minute, now):  # at most once more: settle_seconds < 60
             minute += one
         return minute

@@ -104,6 +104,12 @@ def floor_minute(value: datetime) -> datetime:
     return value.replace(second=0, microsecond=0)
 
 
+def ceil_minute(value: datetime) -> datetime:
+    """The first minute that starts at or after `value`."""
+    start = floor_minute(value)
+    return start if start == value else start + timedelta(minutes=1)
+
+
 def to_epoch(value: datetime) -> float:
     return value.timestamp()
 

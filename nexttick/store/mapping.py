@@ -156,34 +156,32 @@ def shard_heads(stored: dict[str, Any]) -> dict[int, datetime | None]:
 def rule_state_message(state: RuleState) -> dict[str, Any]:
     """The record as a message carries it (JSON): the hand-over's, so that the invocation it starts
     decides on the record its sender read instead of reading it again."""
-    instant = _iso
     return {
-        "armed": instant(state.armed_minute),
+        "armed": _iso(state.armed_minute),
         "version": state.version,
         "published": state.published_version,
         "repaired": state.repair_version,
-        "kicked": instant(state.kicked_at),
-        "waiter": [instant(state.waiter_at), instant(state.waiter_until), state.waiter_owner],
-        "heads": None if state.heads is None else {str(s): instant(h) for s, h in state.heads.items()},
+        "kicked": _iso(state.kicked_at),
+        "waiter": [_iso(state.waiter_at), _iso(state.waiter_until), state.waiter_owner],
+        "heads": None if state.heads is None else {str(s): _iso(h) for s, h in state.heads.items()},
         "cursors": None if state.cursors is None else {str(s): k for s, k in state.cursors.items()},
     }
 
 
 def rule_state_of_message(body: dict[str, Any]) -> RuleState:
     """`rule_state_message`'s record back (ValueError, KeyError or TypeError if it is not one)."""
-    instant = _instant
     waiter_at, waiter_until, owner = body["waiter"]
     heads, cursors = body["heads"], body["cursors"]
     return RuleState(
-        armed_minute=instant(body["armed"]),
+        armed_minute=_instant(body["armed"]),
         version=int(body["version"]),
         published_version=int(body["published"]),
         repair_version=None if body["repaired"] is None else int(body["repaired"]),
-        kicked_at=instant(body["kicked"]),
-        waiter_at=instant(waiter_at),
-        waiter_until=instant(waiter_until),
+        kicked_at=_instant(body["kicked"]),
+        waiter_at=_instant(waiter_at),
+        waiter_until=_instant(waiter_until),
         waiter_owner=None if owner is None else str(owner),
-        heads=None if heads is None else {int(s): instant(h) for s, h in heads.items()},
+        heads=None if heads is None else {int(s): _instant(h) for s, h in heads.items()},
         cursors=None if cursors is None else {int(s): k for s, k in cursors.items()},
     )
 
