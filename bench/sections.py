@@ -136,7 +136,7 @@ def _sparse_billed(billed: dict[str, Any] | None) -> str:
     """The sparse task from create to completion as billed, `second` beside `minute` precision."""
     if not billed:
         return ""
-    modes = [m for m in ("second", "minute", "at_once") if m in billed]
+    modes = [m for m in ("second", "minute", "at_once", "on_the_hour") if m in billed]
     rows = [{"per task": column, **{m: billed[m].get(column) for m in modes}} for column in SPARSE_COLUMNS]
     parts = [
         {"precision": m, "part": part, **figures}
@@ -163,7 +163,10 @@ def _sparse_billed(billed: dict[str, Any] | None) -> str:
         "of a minute, so the wait averages over where a task falls. `at_once`: `second` mode, each "
         "task created due that instant (a run now): its editor invokes the worker, and the keeper, "
         "whose batch usually comes after that worker ran it, reads the entry and invokes no second "
-        "worker.\n\n"
+        "worker. `on_the_hour`: `second` mode, each task due in the first minute of an hour and "
+        "created 90 minutes ahead; its armed minute (:58 or :59) and backstop (:01 or :02) make the "
+        "rule's cron name two hours, so EventBridge also fires it about 57 minutes early: a spurious "
+        "wake (one invocation and one read of the rule's record) per task.\n\n"
         + table(rows, ["per task", *modes])
         + "\nBy who spent it (per task):\n\n"
         + table(parts, ["precision", "part", "rru", "wru", "putrule", "requests"])

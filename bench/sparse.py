@@ -41,6 +41,8 @@ TASK_SPACING = timedelta(minutes=15)  # the queue is empty again well before the
 NOT_DYNAMODB = frozenset({"PutRule", "DescribeRule", "Invoke", "SendMessage"})
 PARTS = {API: "create", WORKER: "worker", KEEPER: "keeper"}
 AT_ONCE = "at_once"  # the row of tasks due the instant they are created (`second` precision)
+ON_THE_HOUR = "on_the_hour"  # the row of tasks due at the top of an hour, created 90 minutes ahead
+ON_THE_HOUR_AHEAD = timedelta(minutes=90)
 
 
 def isolated_tasks(precision: Precision, tasks: int, action: str = "silent") -> Plan:
@@ -62,6 +64,19 @@ def tasks_due_at_once(tasks: int) -> Plan:
     create's record as Lambda polls the stream, usually after that worker has run it."""
     creates = tuple((START + i * TASK_SPACING, START + i * TASK_SPACING) for i in range(tasks))
     return Plan(Precision.SECOND, START, creates, periods=True, action="silent")
+
+
+def tasks_due_on_the_hour(tasks: int) -> Plan:
+    """`tasks` one-shot tasks in `second` precision, each due in the first minute of an hour and
+    created alone 90 minutes ahead (a daily `0 9 * * *` job's next run is set about a day ahead).
+    Its armed minute (:58 or :59) and backstop (:01 or :02 of the next hour) make the rule's cron
+    name two hours, so EventBridge also fires the combination about 57 minutes before the armed
+    minute: one spurious wake per task. Two hours apart, so each is alone in the queue."""
+    creates = []
+    for i in range(tasks):
+        due = START + timedelta(hours=2 + 2 * i, seconds=60 * i / tasks + 0.25)
+        creates.append((due.replace(second=0, microsecond=0) - ON_THE_HOUR_AHEAD, due))
+    return Plan(Precision.SECOND, START, tuple(creates), periods=True, action="silent")
 
 
 def worker_seconds(run: Run, memory_mb: int, tasks_scale: float = 1.0) -> float:
@@ -148,4 +163,4 @@ def _row(tasks: int, precision: Precision, measured: Measured) -> dict[str, Any]
 def run(quick: bool) -> dict[str, Any]:
     n = 5 if quick else 20
     rows = {p.value: sparse(isolated_tasks(p, n)) for p in (Precision.SECOND, Precision.MINUTE)}
-    return rows | {AT_ONCE: sparse(tasks_due_at_once(n))}
+    return rows | {AT_ONCE: sparse(tasks_due_at_once(n)), ON_THE_HOUR: sparse(tasks_due_on_the_hour(n))}
