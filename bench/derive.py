@@ -110,6 +110,8 @@ def _fanout(section: Section | None) -> Fanout:
         "projected_aws_fires_per_s": section.get("projected_aws_fires_per_s"),
         "projected_aws_invocations": section.get("projected_aws_invocations"),
         "invocations_for_1000_fires_per_s": section.get("invocations_for_1000_fires_per_s"),
+        # The most of its rows (1, 2, 4 invocations): what its projection divides a vCPU by.
+        "worker_cpu_ms_per_fire": (section.get("projection") or {}).get("worker_cpu_ms_per_fire"),
     }
 
 

@@ -7,7 +7,8 @@ from typing import TypedDict
 
 from bench.results import Results
 from bench.shortfalls import WHY
-from bench.targets import TARGETS, Target
+from bench.target_model import Target
+from bench.targets import TARGETS
 
 MET, NOT_MET, NOT_MEASURED = "met", "**not met**", "not measured"
 

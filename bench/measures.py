@@ -236,6 +236,25 @@ def efficiency_measured(results: Results) -> str:
     return f"{number(f['efficiency_at_4'])} (pool 32); {number(io_bound.get('efficiency_at_4'))} (pool 2)"
 
 
+def worker_cpu_measured(results: Results) -> str:
+    rows = (results["detail"].get("fanout") or {}).get("rows") or []
+    by_invocations = " → ".join(number(r.get("worker_cpu_ms_per_fire")) for r in rows)
+    alone = (results["detail"].get("cpu") or {}).get("worker_cpu_ms_per_fire")
+    return (
+        f"{number(results['fanout']['worker_cpu_ms_per_fire'], ' ms')} (fan-out: {by_invocations} ms at "
+        f"{' → '.join(str(r.get('invocations')) for r in rows)} invocations); "
+        f"{number(alone, ' ms')} with the stand-in in its own process (cpu section)"
+    )
+
+
+def local_burst_measured(results: Results) -> str:
+    b = results["lateness"]["burst"]
+    return (
+        f"{number(b['tasks'])} tasks: first starts {number(b['first_s'], ' s')} late, "
+        f"last {number(b['last_s'], ' s')}"
+    )
+
+
 def projected_measured(results: Results) -> str:
     f = results["fanout"]
     needed = f.get("invocations_for_1000_fires_per_s")

@@ -84,6 +84,7 @@ class Fanout(TypedDict):
     projected_aws_fires_per_s: float | None
     projected_aws_invocations: int | None
     invocations_for_1000_fires_per_s: int | None
+    worker_cpu_ms_per_fire: float | None
 
 
 class Cost(TypedDict):

@@ -361,8 +361,14 @@ def _lateness_section(results: Results) -> str:
         "delay, as EventBridge does. `minute` precision is what arming the due minute gives (the "
         "reference PoC); `second` waits inside the invocation for each instant and claims 0.5 s ahead.\n\n"
         + table(rows, ["precision", "n", "duplicates", "early", "p50_s", "p90_s", "p99_s", "max_s"])
-        + f"\nBurst, `second` precision: {number(bt['tasks'])} tasks due at one instant: first delivered "
-        f"{number(bt['first_s'], ' s')} after it, last {number(bt['last_s'], ' s')}.\n\n"
+        + f"\nBurst, `second` precision: {number(bt['tasks'])} tasks due at one instant"
+        + (
+            f" (created one after another through the API in {number(bt['created_s'], ' s')}, the last "
+            f"{number(bt['created_ahead_s'], ' s')} ahead of it)"
+            if "created_s" in bt
+            else ""
+        )
+        + f": first delivered {number(bt['first_s'], ' s')} after it, last {number(bt['last_s'], ' s')}.\n\n"
         "Idle CPU, % of a core (right after the start, the quietest of three 10 s windows: "
         f"bench/localstack.py `idle_cpu`): {cell(lt['idle_cpu_percent_of_a_core'])}.\n"
         + _figure(

@@ -1,109 +1,13 @@
 """The headline's targets, each declared once: its name, its anchor, the section that measures it,
 its limits (the results.json key each reads, the comparison and the threshold) and the sentence
 that states it. The verdict (bench/judge.py) and the sentence in bench/REPORT.md both come from
-the declaration, so a threshold changed here changes both.
+the declaration (bench/target_model.py), so a threshold changed here changes both.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
-
 from bench import fanout, measures
-from bench.measures import Figure, Measured
-from bench.results import Results
-
-LE, GE = "≤", "≥"
-
-
-def shown(unit: str = "", scale: float = 1.0) -> Callable[[float], str]:
-    """How a threshold reads: scaled into the sentence's unit (0.25 s as "250 ms")."""
-    return lambda value: f"{value * scale:,g}{unit}"
-
-
-def dollars(value: float) -> str:
-    return f"${value:.2f}"
-
-
-def power_of_ten(value: float) -> str:
-    """100,000 as "1e5" (the backlog sizes' notation)."""
-    exponent = round(math.log10(value))
-    return f"1e{exponent}" if 10**exponent == value else shown()(value)
-
-
-PLAIN, TIMES, MS, SECONDS = shown(), shown("x"), shown(" ms", 1000), shown(" s")
-
-
-@dataclass(frozen=True)
-class Limit:
-    """One comparison of a target: the figure at `key` in results.json against `limit`.
-
-    `figure` computes it where the key is not one number (a maximum over rows, a ratio); `says`
-    replaces the operator in the sentence ("" for the bare number of a target's size, "within");
-    `none` is how a bound of 0 reads ("none early", "no duplicate").
-    """
-
-    name: str
-    key: str
-    op: str
-    limit: float
-    shows: Callable[[float], str] = PLAIN
-    figure: Figure | None = None
-    says: str | None = None
-    none: str = ""
-
-    def text(self) -> str:
-        if self.limit == 0 and self.none:
-            return self.none
-        says = self.op if self.says is None else self.says
-        return f"{says} {self.shows(self.limit)}".strip()
-
-    def read(self, results: Results) -> float | None:
-        if self.figure is not None:
-            return self.figure(results)
-        found: Any = results
-        for part in self.key.split("."):
-            found = found.get(part) if isinstance(found, Mapping) else None
-        return found
-
-    def holds(self, value: float) -> bool:
-        return value <= self.limit if self.op == LE else value >= self.limit
-
-
-@dataclass(frozen=True)
-class Target:
-    """One headline row: `what` is measured by `section` (`python -m bench.run --only <section>`;
-    "all" for the bench's own run time). `sentence` and a str `what` name the limits and sizes as
-    `{name}`.
-
-    `sizes`: what the target is set at (a backlog of 1e5, a burst of 1,000): below them it is not
-    measured rather than missed. `any_limit`: met when one limit holds (default: every one).
-    """
-
-    id: str
-    what: str | Callable[[Results], str]
-    anchor: str | Callable[[Results], str]
-    section: str
-    sentence: str
-    limits: tuple[Limit, ...]
-    measured: Measured
-    sizes: tuple[Limit, ...] = ()
-    any_limit: bool = False
-
-    def words(self) -> dict[str, str]:
-        return {limit.name: limit.text() for limit in (*self.limits, *self.sizes)}
-
-    def says(self) -> str:
-        """The target as the headline states it."""
-        return self.sentence.format(**self.words())
-
-    def name(self, results: Results) -> str:
-        return self.what.format(**self.words()) if isinstance(self.what, str) else self.what(results)
-
-    def where(self, results: Results) -> str:
-        return self.anchor if isinstance(self.anchor, str) else self.anchor(results)
+from bench.target_model import GE, LE, MS, SECONDS, TIMES, Limit, Target, dollars, power_of_ten, shown
 
 
 def _backlog(kind: str, ours: measures.Ours, theirs: measures.Theirs) -> Target:
@@ -165,6 +69,16 @@ TARGETS: tuple[Target, ...] = (
         limits=(BURST_SPEEDUP,),
         sizes=(Limit("tasks", "burst.tasks", GE, 1000, says=""),),
         measured=measures.burst_measured,
+    ),
+    Target(
+        id="local burst",
+        what="burst in the local stack: {tasks} tasks due at one instant, `second` mode",
+        anchor="before the one-item layout: the last of 1,000 started 31 s late",
+        section="lateness",
+        sentence="the last starts {last} late",
+        limits=(Limit("last", "lateness.burst.last_s", LE, 5, SECONDS),),
+        sizes=(Limit("tasks", "lateness.burst.tasks", GE, 1000, says=""),),
+        measured=measures.local_burst_measured,
     ),
     Target(
         id="burst rss",
@@ -282,6 +196,16 @@ TARGETS: tuple[Target, ...] = (
         limits=(Limit("efficiency", "fanout.efficiency_at_4", GE, 0.7),),
         sizes=(FANOUT_SIZE,),
         measured=measures.efficiency_measured,
+    ),
+    Target(
+        id="worker cpu",
+        what="worker CPU per fire, deployed pool (the most of the fan-out's 1, 2, 4 invocations)",
+        anchor="before the one-item layout: 9-19 ms",
+        section="fanout",
+        sentence="{ms}",
+        limits=(Limit("ms", "fanout.worker_cpu_ms_per_fire", LE, 2, shown(" ms")),),
+        sizes=(FANOUT_SIZE,),
+        measured=measures.worker_cpu_measured,
     ),
     Target(
         id="fanout projected",

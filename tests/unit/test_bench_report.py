@@ -22,6 +22,7 @@ ISSUE_KEYS = {
         "projected_aws_fires_per_s",
         "projected_aws_invocations",
         "invocations_for_1000_fires_per_s",
+        "worker_cpu_ms_per_fire",
     },
     "cost": {
         "wru_per_task",

@@ -10,7 +10,8 @@ import string
 from bench import judge, targets
 from bench.results import DEFAULT_BACKENDS
 from bench.shortfalls import WHY
-from bench.targets import TARGETS, Target
+from bench.target_model import Target
+from bench.targets import TARGETS
 from tests.unit.test_bench_report import _detail, _results
 
 # Words of a sentence that are not a checked limit (the results hold no figure for them).
