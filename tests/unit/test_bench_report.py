@@ -410,6 +410,28 @@ def test_headline_verdicts() -> None:
     assert any(line.startswith(f"**{dense}**") and "Why: a one-shot task created" in line for line in missed)
 
 
+def test_the_local_burst_is_judged_at_1000_tasks_and_cpu_per_fire_by_the_fan_outs_most() -> None:
+    detail = _detail()
+    local_burst = "burst in the local stack: 1,000 tasks due at one instant, `second` mode"
+    cpu = "worker CPU per fire, deployed pool (the most of the fan-out's 1, 2, 4 invocations)"
+
+    def status(what: str) -> str:
+        return {row["what"]: row["status"] for row in report.headline(_results(detail))}[what]
+
+    # A burst smaller than the target's is not measured; at 1,000 its last start is judged
+    assert status(local_burst) == report.NOT_MEASURED
+    detail["lateness"]["burst"] = {"tasks": 1000, "first_s": 0.1, "last_s": 5.5}
+    assert status(local_burst) == report.NOT_MET
+    detail["lateness"]["burst"]["last_s"] = 4.9
+    assert status(local_burst) == report.MET
+    # CPU per fire is the fan-out projection's figure: the most of its rows
+    assert status(cpu) == report.NOT_MEASURED
+    detail["fanout"]["projection"] = {"worker_cpu_ms_per_fire": 2.3}
+    assert status(cpu) == report.NOT_MET
+    detail["fanout"]["projection"] = {"worker_cpu_ms_per_fire": 1.9}
+    assert status(cpu) == report.MET
+
+
 def test_headline_says_not_measured_below_the_target_size() -> None:
     detail = _detail()
     detail["backlog"] = detail["backlog"][:2]  # a quick run stops at 10,000 pending
