@@ -112,8 +112,11 @@ WHY: dict[str, str] = {
         "half of moto's time holding the GIL was UpdateItem, a fifth of it moto's update "
         "validation and a seventh deep copies of the item. 300 tasks drain in about 3.5 s. Under "
         "the latency model, where the stand-in answers without HTTP per request, the same 1,000 "
-        "drain in 3.2 s (the burst row above). Closing it: an emulator with less CPU per "
-        "UpdateItem."
+        "drain in 3.2 s (the burst row above). This section ran on a day the machine was "
+        "slower than for the others: the cpu section, run the same hour, gave 3.85 ms of CPU per "
+        "fire against the 1.38 ms in its table. On that faster day 300 tasks took 3.5 s: at that "
+        "rate 1,000 would take about 12 s, still over 5 s. Closing it: an emulator with "
+        "less CPU per UpdateItem."
     ),
     "fanout projected": (
         "Lambda gives a 512 MB function about 0.29 vCPU, so the CPU per fire bounds one invocation: "
