@@ -4,8 +4,9 @@ its plots: what bench/run.py calls, in three steps of their own.
 - derive (bench/derive.py): `derive(detail)` gives the issue's keys (typed in bench/results.py),
   always in full: a figure no section measured is null and the report says why;
 - judge (bench/judge.py): the headline's targets, each declared once in bench/targets.py with its
-  threshold, against the results (`headline`, `shortfalls`);
-- render (bench/render.py, bench/sections.py): `render(results)` is the Markdown;
+  threshold (bench/target_model.py), against the results (`headline`, `shortfalls`);
+- render (bench/render.py, bench/sections.py with bench/cost_report.py and
+  bench/monthly_report.py): `render(results)` is the Markdown;
   `write(results, out)` writes REPORT.md and the PNGs beside it.
 
     python -m bench.run --render-only   # measure nothing: results.json's keys, REPORT.md, plots anew
