@@ -6,8 +6,10 @@ backstop, plus whatever other combinations of the listed fields are real dates),
 second inside the minute, then after a delivery delay (0-5 s by default) it invokes the target
 asynchronously. It never fires for a minute whose firing instant had already passed when the rule
 came to name it (a year-pinned cron in the past never fires) or that a re-put no longer names, and
-fires at most once per minute. Between firings it sleeps until the next one or until the rule
-changes (`notify`, called by the moto server's rule-change middleware) — no spinning loop.
+fires at most once per minute. Such a past minute is reported missed only if it is the armed minute
+or a later one: the combinations before it are past by design. Between firings it sleeps until the
+next one or until the rule changes (`notify`, called by the moto server's rule-change middleware) —
+no spinning loop.
 """
 
 from __future__ import annotations
