@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import random
 from collections.abc import Collection
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 
 from nexttick import constants
@@ -260,7 +260,7 @@ class Worker:
                     self._stop_before(entry, held)
                     return True  # the next pass reads only this invocation's group
             while len(held.in_flight) >= pool_size:
-                self._collect(wait(held.in_flight, return_when=FIRST_COMPLETED).done, held)
+                self._collect(held.next_done(), held)
             if self.remaining() < self.margin or drain.stopping():
                 held.full = True
                 self._stop_before(entry, held)
@@ -268,7 +268,7 @@ class Worker:
             self.touched.add(entry.shard)
             # The invocation's log context (function, request id) follows the occurrence.
             future = pool.submit(contextvars.copy_context().run, self.runner.process, entry)
-            held.in_flight[future] = entry
+            held.track(future, entry)
             held.taken[entry.shard] = entry.key
             held.submitted += 1
         return False

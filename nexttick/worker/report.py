@@ -3,6 +3,7 @@ invocation did."""
 
 from __future__ import annotations
 
+import queue
 from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -58,3 +59,27 @@ class Held:
     blocked: dict[int, datetime | None] = field(default_factory=dict)
     submitted: int = 0
     full: bool = False  # a pool's worth or more, or stopped early: more may be due at once
+    # Each occurrence in flight puts its future here when it ends: the pass takes the next one to
+    # end in constant time, where `concurrent.futures.wait` would set up a waiter on every future
+    # in flight for each one (a tenth of the worker's CPU per fire, sampled with py-spy).
+    finished: queue.SimpleQueue[Future[Done]] = field(default_factory=queue.SimpleQueue)
+
+    def track(self, future: Future[Done], entry: QueueEntry) -> None:
+        self.in_flight[future] = entry
+        future.add_done_callback(self.finished.put)
+
+    def next_done(self) -> set[Future[Done]]:
+        """The occurrences in flight that have ended: at least one (waits for it), and any other
+        already ended. A future collected another way (a wait for all of them) is passed over."""
+        done: set[Future[Done]] = set()
+        while not done:
+            future = self.finished.get()
+            if future in self.in_flight:
+                done.add(future)
+        while True:
+            try:
+                future = self.finished.get_nowait()
+            except queue.Empty:
+                return done
+            if future in self.in_flight:
+                done.add(future)
